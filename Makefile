@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_RELEASES ?= 1.0.0.post4 1.4.1 1.9.1
+
+.PHONY: setup sysdeps demo test test-fast clean-envs nbstripout
+
+setup: $(VENV)/.installed sysdeps nbstripout
+
+$(VENV)/.installed: pyproject.toml
+	py=$$(scripts/find-host-python.sh) && "$$py" -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+sysdeps:
+	@bash scripts/install-system-deps.sh
+
+nbstripout: $(VENV)/.installed
+	@git rev-parse --git-dir >/dev/null 2>&1 && $(BIN)/nbstripout --install || true
+
+demo: setup
+	$(BIN)/mxcompat env create $(DEMO_RELEASES) --allow-fallback
+	$(BIN)/mxcompat env doctor $(DEMO_RELEASES)
+	$(BIN)/mxcompat env list
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not envs" $(PYTEST_ARGS)
+
+clean-envs:
+	$(BIN)/mxcompat env remove --all

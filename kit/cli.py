@@ -1,0 +1,194 @@
+"""The ``mxcompat`` command line: a thin click group over the library.
+
+Exit codes: 0 compatible / healthy, 1 regressions found, 2 usage error, 3 the run
+or an environment itself broke.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+
+import click
+
+from kit import kernelspecs, releases
+from kit.envs import EnvManager
+from kit.errors import KitError, UsageError
+from kit.home import KitHome
+from kit.tables import format_table, human_size
+
+
+def handle_errors(fn):
+    """Turn a KitError into its message on stderr and its exit code."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KitError as e:
+            click.secho(f"error: {e}", fg="red", err=True)
+            sys.exit(e.exit_code)
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mxnet-compat-kit")
+def main():
+    """Prove whether models saved with older MXNet releases still load and infer the same on newer ones.
+
+    Each MXNet release lives in its own virtualenv, registered as Jupyter kernel
+    mxnet-<release> in the kit's home (.kit/ at the repository root, or $MXCOMPAT_HOME).
+    """
+
+
+@main.group()
+def env():
+    """Create, list, verify and remove the per-release environments."""
+
+
+@env.command("create")
+@click.argument("versions", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every release in the table.")
+@click.option("--allow-fallback", is_flag=True,
+              help="When a release's own Python is missing, use the documented --no-deps build on the host Python "
+                   "(marked as a fallback wherever the env is shown or recorded).")
+@click.option("--python", "python", metavar="PATH", help="The interpreter to build with, instead of discovery.")
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 16),
+              help="Environments built at once.")
+@click.option("--force", is_flag=True, help="Rebuild even if the environment is ready.")
+@click.option("--name", metavar="NAME", help="Name of a custom release (a release candidate or a local build).")
+@click.option("--wheel", metavar="PATH", help="Custom release: a local MXNet wheel.")
+@click.option("--spec", metavar="REQ", help="Custom release: any pip requirement, e.g. 'mxnet==1.9.1'.")
+@click.option("--python-version", default="3.11", show_default=True, help="Custom release: the Python it needs.")
+@click.option("--pin", multiple=True, metavar="REQ",
+              help="Custom release: extra requirement, repeatable (default pin: numpy<1.24).")
+@click.option("--expect-version", metavar="V", help="Custom release: the mx.__version__ it must report.")
+@handle_errors
+def env_create(versions, all_, allow_fallback, python, jobs, force, name, wheel, spec, python_version, pin,
+               expect_version):
+    """Create environments for VERSIONS (e.g. 1.0.0.post4 1.4.1 1.9.1), or a custom release.
+
+    Creation is idempotent (a ready environment is kept), safe to interrupt (a
+    half-built one is never reported healthy and is rebuilt next time) and runs
+    several builds in parallel. Examples:
+
+    \b
+      mxcompat env create 1.0.0.post4 1.4.1 1.9.1
+      mxcompat env create --all --allow-fallback
+      mxcompat env create --name 1.9.2rc0 --wheel ./mxnet-1.9.2rc0-py3-none-linux_x86_64.whl
+    """
+    manager = EnvManager()
+    custom = name or wheel or spec
+    if custom:
+        if versions or all_:
+            raise UsageError("give either release names or a custom release (--name with --wheel/--spec), not both")
+        if not name:
+            raise UsageError("a custom release needs --name NAME")
+        wanted = [releases.custom_release(name, python=python_version, wheel=wheel, spec=spec, pins=pin,
+                                          expected_version=expect_version)]
+    else:
+        if all_:
+            versions = tuple(releases.known_names())
+        if not versions:
+            raise UsageError("name at least one release, or --all",
+                             hint="known releases: " + ", ".join(releases.known_names()))
+        wanted = [releases.get(v) for v in dict.fromkeys(versions)]
+    plans = [manager.plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
+    for p in plans:
+        how = " (fallback: --no-deps on the host Python)" if p.fallback else ""
+        click.echo(f"{p.name}: Python {'.'.join(map(str, p.interpreter.version))} "
+                   f"from {p.interpreter.source} ({p.interpreter.path}){how}")
+    failed = []
+    click.echo(f"building {len(plans)} environment(s), {jobs} at a time; logs in {manager.home.logs}")
+
+    def done(result):
+        done.count += 1
+        click.echo(f"[{done.count}/{len(plans)}] {result.name}: {result.status} in {result.seconds:.1f}s")
+        if result.error is not None:
+            failed.append(result)
+            click.secho(f"  {result.error}", fg="red", err=True)
+    done.count = 0
+
+    manager.create(plans, jobs=jobs, force=force, on_done=done)
+    if failed:
+        raise KitError(f"{len(failed)} of {len(plans)} environments failed: " + ", ".join(r.name for r in failed))
+    click.echo(f"kernels are in {manager.home.kernels}; `mxcompat env jupyter-path` prints JUPYTER_PATH")
+
+
+@env.command("list")
+@handle_errors
+def env_list():
+    """Show every environment: release, Python, numpy, kernel, size, health, fallback."""
+    manager = EnvManager()
+    rows = []
+    for e in manager.list():
+        rows.append([e.name, e.info("mxnet", "-"), e.info("python", "-"), e.info("numpy", "-"), e.kernel_name,
+                     human_size(e.size_bytes()), e.state, "yes" if e.fallback else "no"])
+    if not rows:
+        click.echo(f"no environments in {manager.home.envs}; create some with `mxcompat env create 1.9.1`")
+        return
+    click.echo(format_table(["release", "mxnet", "python", "numpy", "kernel", "size", "health", "fallback"], rows))
+
+
+@env.command("remove")
+@click.argument("names", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Remove every environment.")
+@handle_errors
+def env_remove(names, all_):
+    """Remove environments and their kernels."""
+    manager = EnvManager()
+    if all_:
+        names = [e.name for e in manager.list()]
+    if not names:
+        raise UsageError("name at least one environment, or --all")
+    for n in names:
+        manager.remove(n)
+        click.echo(f"removed {n}")
+
+
+@env.command("doctor")
+@click.argument("names", nargs=-1)
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 16))
+@handle_errors
+def env_doctor(names, jobs):
+    """Re-verify environments: kernel registered, mxnet imports at the expected version, a forward pass runs.
+
+    Exits 3 when any environment is unhealthy.
+    """
+    manager = EnvManager()
+    healths = manager.doctor(list(names) or None, jobs=jobs)
+    if not healths:
+        click.echo("no environments to check")
+        return
+    rows = []
+    for h in healths:
+        fb = "yes" if manager.get(h.name).fallback else "no"
+        probe = h.probe or {}
+        rows.append([h.name, probe.get("mxnet", "-"), probe.get("python", "-"), probe.get("numpy", "-"), fb,
+                     "healthy" if h.ok else "UNHEALTHY", "; ".join(h.problems)])
+    click.echo(format_table(["release", "mxnet", "python", "numpy", "fallback", "health", "problems"], rows))
+    if not all(h.ok for h in healths):
+        sys.exit(3)
+
+
+@env.command("jupyter-path")
+@click.option("--export", "export", is_flag=True, help="Print a shell `export JUPYTER_PATH=...` line.")
+def env_jupyter_path(export):
+    """Print the JUPYTER_PATH under which every environment's kernel is visible."""
+    value = kernelspecs.jupyter_path(KitHome())
+    click.echo(f"export JUPYTER_PATH={value}" if export else value)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("lab_args", nargs=-1, type=click.UNPROCESSED)
+@handle_errors
+def lab(lab_args):
+    """Start JupyterLab with every environment's kernel visible (extra arguments go to jupyter lab)."""
+    home = KitHome()
+    names = kernelspecs.kernel_names(home)
+    if not names:
+        raise UsageError("no kernels yet", hint="create environments first: `mxcompat env create 1.9.1`")
+    click.echo("kernels: " + ", ".join(names), err=True)
+    argv = [sys.executable, "-m", "jupyterlab"] + list(lab_args)
+    if os.geteuid() == 0 and "--allow-root" not in argv:  # containers and CI run as root
+        argv.append("--allow-root")
+    os.execvpe(argv[0], argv, kernelspecs.jupyter_env(home))

@@ -1,0 +1,40 @@
+"""Health probe run inside an environment: ``python -m kit.kernel.probe [RELEASE]``.
+
+Imports MXNet, runs a tiny forward pass checked against numpy, and prints one
+JSON line: the fingerprint plus ``forward_ok`` and ``forward_max_abs_error``.
+"""
+import json
+import sys
+
+from kit.kernel.fingerprint import fingerprint
+
+
+def forward_check():
+    """FullyConnected on a fixed random batch, compared with the same product in numpy."""
+    import numpy as np
+    import mxnet as mx
+    rng = np.random.RandomState(0)
+    x = rng.randn(4, 8).astype(np.float32)
+    w = rng.randn(3, 8).astype(np.float32)
+    b = rng.randn(3).astype(np.float32)
+    out = mx.nd.FullyConnected(mx.nd.array(x), mx.nd.array(w), mx.nd.array(b), num_hidden=3).asnumpy()
+    expected = x.dot(w.T) + b
+    err = float(np.abs(out - expected).max())
+    return err <= 1e-4, err
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    info = fingerprint(argv[0] if argv else None)
+    if info.get("mxnet") is not None:
+        try:
+            ok, err = forward_check()
+            info["forward_ok"], info["forward_max_abs_error"] = ok, err
+        except Exception as e:  # reported as unhealthy with the reason
+            info["forward_ok"], info["forward_error"] = False, "%s: %s" % (type(e).__name__, e)
+    print(json.dumps(info, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

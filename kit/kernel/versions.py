@@ -1,0 +1,68 @@
+"""One normalizing function for MXNet release strings.
+
+``mx.__version__`` drops the ``.postN`` suffix (1.7.0.post2 reports ``1.7.0``), so
+releases are compared through :func:`release_key` and artifacts are keyed by the
+release name the kit was asked for, never by ``__version__`` alone.
+"""
+import re
+
+_RELEASE = re.compile(
+    r"^\s*v?(?P<nums>\d+(?:\.\d+)*)"
+    r"(?:[._-]?(?P<pre>a|b|rc|alpha|beta)[._-]?(?P<prenum>\d*))?"
+    r"(?:[._-]?post[._-]?(?P<post>\d*))?"
+    r"(?:[._-]?dev[._-]?(?P<dev>\d*))?"
+    r"(?:\+(?P<local>[0-9A-Za-z.]+))?\s*$"
+)
+_PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2}
+
+
+def parse_release(text):
+    """Parse a release string into a comparable tuple.
+
+    The tuple is ``(numbers, pre, post)``: numbers padded to three parts, ``pre``
+    a pair that sorts release candidates before the final release, ``post`` the
+    post-release number (0 when absent). Raises ValueError on anything else.
+    """
+    m = _RELEASE.match(str(text))
+    if not m:
+        raise ValueError("not an MXNet release string: %r" % (text,))
+    nums = tuple(int(p) for p in m.group("nums").split("."))
+    nums = (nums + (0, 0, 0))[:max(3, len(nums))]
+    if m.group("pre"):
+        pre = (_PRE_ORDER[m.group("pre")], int(m.group("prenum") or 0))
+    elif m.group("dev") is not None:
+        pre = (-1, int(m.group("dev") or 0))
+    else:
+        pre = (3, 0)
+    post = int(m.group("post") or 0) if m.group("post") is not None else 0
+    return (nums, pre, post)
+
+
+def release_key(text):
+    """Sort key of a release string (1.0.0.post4 < 1.1.0rc1 < 1.1.0 < 1.1.0.post0)."""
+    return parse_release(text)
+
+
+def base_version(text):
+    """The release without its post suffix, as ``mx.__version__`` reports it."""
+    nums, pre, _ = parse_release(text)
+    base = ".".join(str(n) for n in nums)
+    if pre[0] in (0, 1, 2):
+        base += ("a", "b", "rc")[pre[0]] + str(pre[1])
+    return base
+
+
+def same_release(asked, reported):
+    """True when ``reported`` (an ``mx.__version__``) is the release ``asked`` names.
+
+    A reported version carries no post suffix, so only the numbers and any
+    pre-release tag are compared.
+    """
+    return base_version(asked) == base_version(reported)
+
+
+def at_least(release, minimum):
+    """True when ``release`` is ``minimum`` or newer, ignoring post suffixes."""
+    nums, pre, _ = parse_release(release)
+    mnums, mpre, _ = parse_release(minimum)
+    return (nums, pre) >= (mnums, mpre)

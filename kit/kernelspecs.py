@@ -1,0 +1,60 @@
+"""Jupyter kernels for the environments, in a kit-owned folder put on JUPYTER_PATH."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from kit.home import KitHome
+
+KERNEL_PREFIX = "mxnet-"
+
+
+def write_kernelspec(home: KitHome, kernel_name: str, python: str | os.PathLike, display_name: str,
+                     metadata: dict) -> Path:
+    """Register ``python`` as kernel ``kernel_name``; returns the kernelspec folder."""
+    folder = home.kernels / kernel_name
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "metadata": {"mxcompat": metadata},
+    }
+    tmp = folder / "kernel.json.tmp"
+    tmp.write_text(json.dumps(spec, indent=1, sort_keys=True))
+    os.replace(tmp, folder / "kernel.json")
+    return folder
+
+
+def read_kernelspec(home: KitHome, kernel_name: str) -> dict | None:
+    path = home.kernels / kernel_name / "kernel.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remove_kernelspec(home: KitHome, kernel_name: str) -> None:
+    shutil.rmtree(home.kernels / kernel_name, ignore_errors=True)
+
+
+def kernel_names(home: KitHome) -> list[str]:
+    if not home.kernels.is_dir():
+        return []
+    return sorted(p.name for p in home.kernels.iterdir() if (p / "kernel.json").is_file())
+
+
+def jupyter_path(home: KitHome, env: dict | None = None) -> str:
+    """JUPYTER_PATH with the kit's folder first and any existing entries after it."""
+    existing = (os.environ if env is None else env).get("JUPYTER_PATH")
+    parts = [str(home.jupyter_path)] + ([existing] if existing else [])
+    return os.pathsep.join(parts)
+
+
+def jupyter_env(home: KitHome, base: dict | None = None) -> dict:
+    """A process environment in which Jupyter, papermill and nbclient see every kit kernel."""
+    env = dict(os.environ if base is None else base)
+    env["JUPYTER_PATH"] = jupyter_path(home, env)
+    return env

@@ -1,0 +1,50 @@
+"""Shared fixtures: a kit home per test session, and real MXNet environments built once in it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.interpreters import InterpreterFinder
+
+REPO = Path(__file__).resolve().parent.parent
+OLDEST = "1.0.0.post4"
+NEWEST = "1.9.1"
+
+
+def run_cli(*args, home: Path, env: dict | None = None, timeout: float = 900, check: bool = False):
+    """``python -m kit ARGS`` with MXCOMPAT_HOME set; returns the CompletedProcess."""
+    full_env = dict(os.environ if env is None else env)
+    full_env["MXCOMPAT_HOME"] = str(home)
+    proc = subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True,
+                          env=full_env, cwd=REPO, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mxcompat {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def require_python(minor: str) -> None:
+    if InterpreterFinder().find(minor) is None:
+        pytest.skip(f"Python {minor} is not installed on this machine")
+
+
+@pytest.fixture(scope="session")
+def kit_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kithome")
+
+
+@pytest.fixture(scope="session")
+def built_envs(kit_home) -> dict:
+    """The oldest and newest releases, built once per session through the CLI."""
+    require_python("3.6")
+    proc = run_cli("env", "create", OLDEST, NEWEST, home=kit_home, check=True)
+    envs = {}
+    for name in (OLDEST, NEWEST):
+        marker = json.loads((kit_home / "envs" / name / "mxcompat-env.json").read_text())
+        envs[name] = marker
+    envs["_create_output"] = proc.stdout
+    return envs

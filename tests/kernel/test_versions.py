@@ -1,0 +1,40 @@
+from kit.kernel.versions import at_least, base_version, parse_release, release_key, same_release
+
+
+def _raises(fn, *args):
+    try:
+        fn(*args)
+    except ValueError:
+        return True
+    return False
+
+
+def test_post_suffix_is_dropped_like_mx_version():
+    assert base_version("1.7.0.post2") == "1.7.0"
+    assert same_release("1.7.0.post2", "1.7.0")
+    assert same_release("1.0.0.post4", "1.0.0")
+    assert not same_release("1.7.0.post2", "1.8.0")
+
+
+def test_release_order():
+    names = ["1.10.0", "1.9.1", "1.1.0", "1.0.0.post4", "1.1.0rc1", "1.0.0", "1.1.0.post0", "1.2.0b20180101"]
+    assert sorted(names, key=release_key) == [
+        "1.0.0", "1.0.0.post4", "1.1.0rc1", "1.1.0", "1.1.0.post0", "1.2.0b20180101", "1.9.1", "1.10.0"]
+
+
+def test_short_versions_are_padded():
+    assert parse_release("1.9") == parse_release("1.9.0")
+    assert at_least("1.9.1", "1.9")
+    assert not at_least("1.8.0.post0", "1.9")
+
+
+def test_release_candidates_are_older_than_the_release():
+    assert not at_least("1.9.0rc1", "1.9.0")
+    assert at_least("1.9.0", "1.9.0rc1")
+    assert base_version("2.0.0rc1") == "2.0.0rc1"
+
+
+def test_garbage_is_rejected():
+    assert _raises(parse_release, "latest")
+    assert _raises(parse_release, "")
+    assert _raises(parse_release, "1.x")
