@@ -48,3 +48,30 @@ def built_envs(kit_home) -> dict:
         envs[name] = marker
     envs["_create_output"] = proc.stdout
     return envs
+
+
+def _has_mxnet() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("mxnet") is not None
+
+
+# kernel-side tests that need mxnet run inside the environments (tests/kernel/runner.py), not on the host
+collect_ignore_glob = [] if _has_mxnet() else ["kernel/test_mx_*.py"]
+
+
+@pytest.fixture(scope="session")
+def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
+    """train.ipynb executed once per built release into one store; {release: seconds, "_store": Path, ...}."""
+    import time
+
+    from kit.home import KitHome
+    from kit.notebooks import NOTEBOOKS, run_notebook
+    store = tmp_path_factory.mktemp("store")
+    runs = tmp_path_factory.mktemp("runs")
+    out = {"_store": store, "_runs": runs}
+    for release in (OLDEST, NEWEST):
+        started = time.monotonic()
+        run_notebook(NOTEBOOKS / "train.ipynb", runs / f"train-{release}.ipynb", f"mxnet-{release}",
+                     {"mxnet_version": release, "out_dir": str(store)}, home=KitHome(kit_home))
+        out[release] = time.monotonic() - started
+    return out

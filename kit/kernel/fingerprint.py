@@ -1,7 +1,10 @@
 """The fingerprint of the environment code runs in: what a result depends on."""
+import json
 import os
 import platform
 import sys
+
+ENV_MARKER = "mxcompat-env.json"  # written by the host side as the last step of an environment build
 
 _CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "amx_tile")
 _ENV_PREFIXES = ("MXNET_", "OMP_", "KMP_", "OPENBLAS_", "MKL_", "MKLDNN_", "DNNL_")
@@ -34,6 +37,17 @@ def mxnet_features():
     return sorted(name for name, feature in runtime.Features().items() if feature.enabled)
 
 
+def kit_env(prefix=None):
+    """What the kit recorded when it built this environment (release, fallback), or None outside one."""
+    try:
+        with open(os.path.join(prefix or sys.prefix, ENV_MARKER)) as f:
+            marker = json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+    return {"release": marker.get("release", {}).get("name"), "fallback": bool(marker.get("fallback")),
+            "interpreter_source": marker.get("interpreter", {}).get("source")}
+
+
 def fingerprint(release=None):
     """A JSON-able description of this interpreter, numpy, MXNet and machine.
 
@@ -50,6 +64,7 @@ def fingerprint(release=None):
         "platform": platform.platform(),
         "cpu": cpu_info(),
         "env": dict((k, v) for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)),
+        "kit_env": kit_env(),
     }
     try:
         import mxnet as mx

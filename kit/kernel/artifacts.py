@@ -1,0 +1,125 @@
+"""Artifact files on disk: hashes, manifests, reference arrays, atomic writes.
+
+An artifact is what one (release, model, API) saved, in ``<store>/<release>/<model>/<api>/``:
+the saved files, ``reference.npz`` (inputs and the outputs the saving release
+produced) and ``manifest.json``. A folder is built beside its final place and
+renamed into it, so a crash never leaves a half artifact that looks complete.
+"""
+import hashlib
+import json
+import os
+import shutil
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+REFERENCE = "reference.npz"
+SCHEMA = 1
+
+
+def sha256_file(path, chunk=1 << 20):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()
+
+
+def param_version(arrays):
+    """Identity of trained weights: a hash over every parameter's name, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(("%s|%s|%s|" % (name, a.dtype.str, a.shape)).encode("utf-8"))
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def write_json_atomic(path, obj):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def artifact_dir(store, release, model, api):
+    return os.path.join(store, release, model, api)
+
+
+def staging_dir(final):
+    """A fresh folder beside ``final`` to build an artifact in."""
+    parent, name = os.path.split(final)
+    if not os.path.isdir(parent):
+        os.makedirs(parent)
+    tmp = os.path.join(parent, ".%s.tmp-%d" % (name, os.getpid()))
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    return tmp
+
+
+def commit_dir(tmp, final):
+    """Move a finished artifact folder into place, replacing an older one."""
+    if os.path.exists(final):
+        old = final + ".old-%d" % os.getpid()
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old)
+    else:
+        os.rename(tmp, final)
+
+
+def hash_files(folder, names):
+    return dict((n, sha256_file(os.path.join(folder, n))) for n in sorted(names))
+
+
+def reference_key(case, part, name):
+    return "%s.%s.%s" % (case, part, name)
+
+
+def save_reference(path, cases, outputs, memory_outputs):
+    """``cases``: case -> {input: array}; ``outputs``/``memory_outputs``: case -> [array]."""
+    arrays = {}
+    for case, inputs in cases.items():
+        for name, a in inputs.items():
+            arrays[reference_key(case, "input", name)] = a
+        for i, a in enumerate(outputs[case]):
+            arrays[reference_key(case, "output", str(i))] = a
+        for i, a in enumerate(memory_outputs[case]):
+            arrays[reference_key(case, "memory", str(i))] = a
+    np.savez(path, **arrays)
+
+
+def load_reference(path):
+    """case -> {"input": {name: array}, "output": [arrays], "memory": [arrays]}; never unpickles."""
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        for key in z.files:
+            case, part, name = key.split(".", 2)
+            entry = out.setdefault(case, {"input": {}, "output": {}, "memory": {}})
+            entry[part][name] = z[key]
+    for entry in out.values():
+        for part in ("output", "memory"):
+            entry[part] = [entry[part][k] for k in sorted(entry[part], key=int)]
+    return out
+
+
+def verify(folder, manifest=None):
+    """Names of files whose sha256 differs from the manifest's (missing files included)."""
+    manifest = manifest or read_json(os.path.join(folder, MANIFEST))
+    bad = []
+    for name, digest in sorted(manifest.get("files", {}).items()):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path) or sha256_file(path) != digest:
+            bad.append(name)
+    return bad

@@ -1,0 +1,179 @@
+"""What train.ipynb runs: train each zoo model, save it with every API, record references and manifests."""
+import os
+import platform
+import shutil
+import sys
+import time
+import traceback
+
+import mxnet as mx
+import numpy as np
+
+from kit.errors import KitError
+from kit.kernel import adapters, artifacts, cases, zoo
+from kit.kernel.capabilities import APIS
+from kit.kernel.fingerprint import fingerprint
+from kit.kernel.training import train
+from kit.kernel.versions import same_release
+
+
+class TrainFailed(KitError):
+    """Some (model, API) artifacts could not be saved; the others were."""
+
+
+def check_kernel(release):
+    """Refuse to run when the kernel's MXNet is not the release the notebook was asked for."""
+    if not same_release(release, mx.__version__):
+        raise KitError("this kernel runs MXNet %s, but mxnet_version is %r" % (mx.__version__, release),
+                       hint="run the notebook on kernel mxnet-%s" % release)
+
+
+def _select(names, known, what):
+    if not names or names in ("all", ["all"]):
+        return list(known)
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise KitError("unknown %s: %s" % (what, ", ".join(unknown)), hint="known: " + ", ".join(known))
+    return names
+
+
+def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, overwrite=False, log=None):
+    """Train and save every requested (model, API) of this kernel's release into ``store``.
+
+    Returns one row per (model, API): status ``saved``, ``exists``, ``unsupported``
+    (with the reason) or ``failed`` (with the error); a failure never stops the others.
+    """
+    check_kernel(release)
+    log = log or (lambda msg: sys.stdout.write(msg + "\n"))
+    models = _select(models, list(zoo.MODELS), "models")
+    apis = _select(apis, list(APIS), "APIs")
+    env = fingerprint(release)
+    rows, histories = [], {}
+    for name in models:
+        spec = zoo.get(name)
+        finals = dict((api, artifacts.artifact_dir(store, release, name, api)) for api in apis)
+        if not overwrite and all(os.path.isfile(os.path.join(d, artifacts.MANIFEST)) for d in finals.values()):
+            rows.extend(_row(name, api, "exists", finals[api]) for api in apis)
+            continue
+        ok, reason = spec.supported(release)
+        if not ok:
+            for api in apis:
+                _write_unsupported(spec, release, api, finals[api], reason, env)
+                rows.append(_row(name, api, "unsupported", finals[api], reason=reason))
+            log("%s: unsupported on %s (%s)" % (name, release, reason))
+            continue
+        try:
+            trained = train(spec, release, seed=seed, epochs=epochs)
+        except Exception as e:  # recorded for every API of the model; the other models go on
+            err = "%s: %s" % (type(e).__name__, e)
+            rows.extend(_row(name, api, "failed", finals[api], error=err, tb=traceback.format_exc()) for api in apis)
+            log("%s: training failed: %s" % (name, err))
+            continue
+        histories[name] = trained.history
+        log("%s: trained %d epochs in %.1fs, held-out accuracy %.3f (chance %.3f)" % (
+            name, trained.summary["epochs"], trained.summary["seconds"], trained.summary["heldout_accuracy"],
+            trained.summary["chance_accuracy"]))
+        for api in apis:
+            rows.append(_save_one(spec, release, api, trained, finals[api], env, log))
+    return rows, histories
+
+
+def _row(model, api, status, path, reason=None, error=None, tb=None, **extra):
+    row = {"model": model, "api": api, "status": status, "path": path, "reason": reason, "error": error,
+           "traceback": tb}
+    row.update(extra)
+    return row
+
+
+def _base_manifest(spec, release, api, env):
+    return {
+        "schema": artifacts.SCHEMA, "release": release, "model": spec.name, "model_version": spec.version,
+        "api": api, "description": spec.description, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "fingerprint": env,
+    }
+
+
+def _write_unsupported(spec, release, api, final, reason, env):
+    tmp = artifacts.staging_dir(final)
+    manifest = _base_manifest(spec, release, api, env)
+    manifest.update({"status": "unsupported", "reason": reason, "files": {}})
+    artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
+    artifacts.commit_dir(tmp, final)
+
+
+def _save_one(spec, release, api, trained, final, env, log):
+    adapter = adapters.get(api)
+    ok, reason = adapter.supports(release, spec)
+    if not ok:
+        _write_unsupported(spec, release, api, final, reason, env)
+        return _row(spec.name, api, "unsupported", final, reason=reason)
+    tmp = artifacts.staging_dir(final)
+    started = time.time()
+    try:
+        input_specs = spec.input_specs(release)
+        xh, _ = trained.heldout
+        ref_cases = cases.reference_cases(input_specs, {input_specs[0].name: xh})
+        # predicting first also gives a hybridized block the cached graph export needs
+        memory = dict((c, trained.predict(inputs)) for c, inputs in ref_cases.items())
+        load_info = adapter.save(trained, tmp)
+        manifest = _base_manifest(spec, release, api, env)
+        manifest.update({
+            "status": "saved",
+            "inputs": [i.to_dict() for i in input_specs],
+            "load": dict((k, v) for k, v in load_info.items() if k != "files"),
+            "param_version": artifacts.param_version(trained.param_arrays()),
+            "training": trained.summary,
+            "variant": _variant(spec, release),
+        })
+        # the reference is what loading the artifact gives in the saving release itself
+        predictor = adapter.load(spec, release, tmp, manifest)
+        outputs = dict((c, predictor(inputs)) for c, inputs in ref_cases.items())
+        artifacts.save_reference(os.path.join(tmp, artifacts.REFERENCE), ref_cases, outputs, memory)
+        manifest["reference"] = {
+            "file": artifacts.REFERENCE,
+            "cases": dict((c, {"note": cases.CASE_NOTES[c],
+                               "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in outputs[c]]})
+                          for c in ref_cases),
+            "roundtrip_max_abs_error": _max_abs(outputs, memory),
+        }
+        manifest["files"] = artifacts.hash_files(tmp, load_info["files"] + [artifacts.REFERENCE])
+        manifest["save_seconds"] = round(time.time() - started, 3)
+        artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
+        artifacts.commit_dir(tmp, final)
+    except Exception as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        err = "%s: %s" % (type(e).__name__, e)
+        log("%s/%s: save failed: %s" % (spec.name, api, err))
+        return _row(spec.name, api, "failed", final, error=err, tb=traceback.format_exc())
+    return _row(spec.name, api, "saved", final, files=sorted(manifest["files"]),
+                heldout_accuracy=trained.summary["heldout_accuracy"], param_version=manifest["param_version"],
+                roundtrip=manifest["reference"]["roundtrip_max_abs_error"])
+
+
+def _variant(spec, release):
+    if spec.name == "e2e":
+        return {"transforms": zoo.e2e_transform_names(release), "batched": zoo.e2e_batched(release)}
+    if spec.name == "lstm":
+        return {"hybrid": spec.has_graph(release)[0]}
+    return {}
+
+
+def _max_abs(a, b):
+    worst = 0.0
+    for case in a:
+        for x, y in zip(a[case], b[case]):
+            worst = max(worst, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) if x.size else 0.0)
+    return worst
+
+
+def raise_on_failures(rows):
+    failed = [r for r in rows if r["status"] == "failed"]
+    if failed:
+        raise TrainFailed("%d artifact(s) failed to save: %s" % (
+            len(failed), "; ".join("%s/%s: %s" % (r["model"], r["api"], r["error"]) for r in failed)),
+            hint="the tracebacks are in the rows above; every other artifact was saved")
+
+
+def platform_line():
+    return "MXNet %s, Python %s, numpy %s" % (mx.__version__, platform.python_version(), np.__version__)

@@ -1,0 +1,167 @@
+"""Training a zoo model for a few epochs on its synthetic data, in the release the kernel runs."""
+import time
+
+import numpy as np
+import mxnet as mx
+from mxnet import autograd, gluon
+
+from kit.kernel import data, zoo
+
+N_TRAIN = 512
+N_HELDOUT = 256
+
+
+def nd_input(array):
+    """An NDArray that keeps the numpy dtype (uint8 pixels stay uint8)."""
+    return mx.nd.array(array, dtype=array.dtype)
+
+
+class Trained(object):
+    """A trained model: a gluon block, or a symbol with its parameters; predicts in memory."""
+
+    def __init__(self, spec, release, net=None, symbol=None, arg_params=None, aux_params=None, history=None,
+                 summary=None):
+        self.spec, self.release = spec, release
+        self.net, self.symbol = net, symbol
+        self.arg_params, self.aux_params = arg_params, aux_params
+        self.history, self.summary = history or [], summary or {}
+
+    @property
+    def is_gluon(self):
+        return self.net is not None
+
+    def predict(self, inputs):
+        """Outputs (a list of numpy arrays) for ``inputs``, a dict of input name to array."""
+        names = [i.name for i in self.spec.input_specs(self.release)]
+        if self.is_gluon:
+            out = self.net(*[nd_input(inputs[n]) for n in names])
+            return [o.asnumpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+        return module_predict(self.symbol, self.arg_params, self.aux_params, names, self.spec.label_names, inputs)
+
+    def symbol_and_params(self):
+        """``(symbol, arg_params, aux_params)``: the graph a Module checkpoint or export holds."""
+        if not self.is_gluon:
+            return self.symbol, self.arg_params, self.aux_params
+        names = [i.name for i in self.spec.input_specs(self.release)]
+        sym = self.net(*[mx.sym.var(n) for n in names])
+        if isinstance(sym, (list, tuple)):
+            sym = mx.sym.Group(list(sym))
+        args, auxs = set(sym.list_arguments()), set(sym.list_auxiliary_states())
+        arg_params, aux_params = {}, {}
+        for name, param in self.net.collect_params().items():
+            if name in args:
+                arg_params[name] = param.data()
+            elif name in auxs:
+                aux_params[name] = param.data()
+        return sym, arg_params, aux_params
+
+    def param_arrays(self):
+        """Every trained parameter as numpy, by name (aux states included)."""
+        if self.is_gluon:
+            return dict((n, p.data().asnumpy()) for n, p in self.net.collect_params().items())
+        out = dict((n, a.asnumpy()) for n, a in self.arg_params.items())
+        out.update((n, a.asnumpy()) for n, a in self.aux_params.items())
+        return out
+
+
+def module_predict(symbol, arg_params, aux_params, data_names, label_names, inputs):
+    """Bind a Module for inference on ``inputs``' shapes and return its outputs as numpy."""
+    arrays = [inputs[n] for n in data_names]
+    batch = arrays[0].shape[0] if arrays[0].ndim else 1
+    mod = mx.mod.Module(symbol, data_names=list(data_names), label_names=list(label_names) or None,
+                        context=mx.cpu())
+    mod.bind(data_shapes=[mx.io.DataDesc(n, a.shape, dtype=a.dtype) for n, a in zip(data_names, arrays)],
+             label_shapes=[(l, (batch,)) for l in label_names] or None, for_training=False)
+    mod.set_params(arg_params, aux_params)
+    mod.forward(mx.io.DataBatch(data=[nd_input(a) for a in arrays], label=None), is_train=False)
+    return [o.asnumpy() for o in mod.get_outputs()]
+
+
+def _seed(seed):
+    mx.random.seed(seed)
+    np.random.seed(seed)
+
+
+def _accuracy(scores, y):
+    return float((np.argmax(scores, axis=1) == y).mean())
+
+
+def train(spec, release, seed=0, epochs=None):
+    """Train ``spec`` in this kernel's release; a :class:`Trained` with loss history and a summary."""
+    epochs = spec.epochs if epochs is None else int(epochs)
+    x, y = spec.data(N_TRAIN, seed, release)
+    xh, yh = spec.data(N_HELDOUT, seed + 1, release)
+    started = time.time()
+    if spec.kind == "symbol":
+        trained = _train_module(spec, release, x, y, xh, yh, epochs, seed)
+    else:
+        trained = _train_gluon(spec, release, x, y, xh, yh, epochs, seed)
+    trained.summary.update({
+        "epochs": epochs, "seed": seed, "n_train": N_TRAIN, "n_heldout": N_HELDOUT,
+        "final_loss": float(np.mean(trained.history[-max(1, N_TRAIN // spec.batch_size):])),
+        "chance_accuracy": 1.0 / spec.n_classes, "seconds": round(time.time() - started, 3),
+    })
+    trained.heldout = (xh, yh)
+    return trained
+
+
+def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
+    _seed(seed)
+    net = spec.build(release)
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    target = net
+    if spec.name == "e2e":
+        # the transforms have no parameters: train the classifier on what the fused front produces
+        x, xh = _e2e_features(net, release, x), _e2e_features(net, release, xh)
+        target = net.classifier
+    if isinstance(target, gluon.HybridBlock):
+        target.hybridize()
+    trainer = gluon.Trainer(target.collect_params(), "adam", {"learning_rate": spec.lr})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    history = []
+    for epoch in range(epochs):
+        for xb, yb in data.batches(x, y, spec.batch_size, shuffle_seed=seed * 1000 + epoch):
+            with autograd.record():
+                loss = loss_fn(target(nd_input(xb)), mx.nd.array(yb))
+            loss.backward()
+            trainer.step(len(xb))
+            history.append(float(loss.mean().asscalar()))
+    train_acc = _accuracy(target(nd_input(x)).asnumpy(), y)
+    heldout_acc = _accuracy(target(nd_input(xh)).asnumpy(), yh)
+    if isinstance(net, gluon.HybridBlock):
+        net.hybridize()
+    return Trained(spec, release, net=net, history=history,
+                   summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc})
+
+
+def _e2e_features(net, release, x):
+    if zoo.e2e_batched(release):
+        return net.front(nd_input(x)).asnumpy()
+    return np.concatenate([net.front(nd_input(img)).asnumpy() for img in x], axis=0)
+
+
+def _train_module(spec, release, x, y, xh, yh, epochs, seed):
+    _seed(seed)
+    names = [i.name for i in spec.input_specs(release)]
+    bs = spec.batch_size
+    mod = mx.mod.Module(spec.build(release), data_names=names, label_names=list(spec.label_names),
+                        context=mx.cpu())
+    mod.bind(data_shapes=[(names[0], (bs,) + x.shape[1:])], label_shapes=[(spec.label_names[0], (bs,))])
+    mod.init_params(initializer=mx.init.Xavier())
+    mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": spec.lr})
+    history = []
+    for epoch in range(epochs):
+        for xb, yb in data.batches(x, y, bs, shuffle_seed=seed * 1000 + epoch):
+            mod.forward(mx.io.DataBatch(data=[nd_input(xb)], label=[mx.nd.array(yb)]), is_train=True)
+            mod.backward()
+            mod.update()
+            prob = mod.get_outputs()[0].asnumpy()
+            history.append(float(-np.log(prob[np.arange(len(yb)), yb.astype(int)] + 1e-12).mean()))
+    arg_params, aux_params = mod.get_params()
+    trained = Trained(spec, release, symbol=spec.build(release), arg_params=arg_params, aux_params=aux_params,
+                      history=history)
+    trained.summary = {
+        "train_accuracy": _accuracy(trained.predict({names[0]: x})[0], y),
+        "heldout_accuracy": _accuracy(trained.predict({names[0]: xh})[0], yh),
+    }
+    return trained

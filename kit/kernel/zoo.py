@@ -1,0 +1,273 @@
+"""The model zoo: small models that hit the operator families that regress.
+
+Each model is built by the same code on every release, with an explicit name
+prefix so its parameter names are the same in every kernel and every load.
+``MODELS`` maps a name to its :class:`ModelSpec`; bump a spec's ``version``
+whenever the code that builds it changes.
+"""
+import mxnet as mx
+from mxnet import gluon
+from mxnet.gluon import nn
+
+from kit.kernel import data
+from kit.kernel.capabilities import has_feature
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+class InputSpec(object):
+    """One model input: its name, per-sample shape, dtype and value kind (float, tokens, pixels)."""
+
+    def __init__(self, name, shape, dtype, kind, vocab=None):
+        self.name, self.shape, self.dtype, self.kind, self.vocab = name, tuple(shape), dtype, kind, vocab
+
+    def to_dict(self):
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "kind": self.kind,
+                "vocab": self.vocab}
+
+
+class ModelSpec(object):
+    """What a zoo model is, how to build it and its data, and which releases can build it."""
+
+    def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
+                 epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=()):
+        self.name, self.version, self.kind, self.description = name, version, kind, description
+        self.inputs, self.n_classes = inputs, n_classes
+        self.make_data, self.build = make_data, build
+        self.epochs, self.lr, self.batch_size = epochs, lr, batch_size
+        self.needs, self.graph_needs, self.label_names = tuple(needs), tuple(graph_needs), tuple(label_names)
+
+    def data(self, n, seed, release):
+        """``(x, y)``: ``n`` samples of this model's synthetic data, as ``release`` builds the model."""
+        return self.make_data(n, seed, release)
+
+    def supported(self, release):
+        """``(True, None)`` when ``release`` can build this model, else ``(False, reason)``."""
+        for feature in self.needs:
+            ok, reason = has_feature(release, feature)
+            if not ok:
+                return False, reason
+        return True, None
+
+    def has_graph(self, release):
+        """``(True, None)`` when ``release`` can trace this model to a symbol graph (export, Module)."""
+        for feature in self.graph_needs:
+            ok, reason = has_feature(release, feature)
+            if not ok:
+                return False, reason
+        return True, None
+
+    def input_specs(self, release):
+        """The inputs as ``release`` builds the model (the end-to-end model's shape depends on it)."""
+        if callable(self.inputs):
+            return self.inputs(release)
+        return self.inputs
+
+
+# -- gluon building blocks ---------------------------------------------------------------------
+class ResidualUnit(gluon.HybridBlock):
+    """conv-BN-relu-conv-BN plus identity: BatchNorm's running statistics are saved as aux states."""
+
+    def __init__(self, channels, **kwargs):
+        super(ResidualUnit, self).__init__(**kwargs)
+        with self.name_scope():
+            self.conv1 = nn.Conv2D(channels, 3, padding=1, use_bias=False)
+            self.bn1 = nn.BatchNorm()
+            self.conv2 = nn.Conv2D(channels, 3, padding=1, use_bias=False)
+            self.bn2 = nn.BatchNorm()
+
+    def hybrid_forward(self, F, x):
+        out = F.Activation(self.bn1(self.conv1(x)), act_type="relu")
+        out = self.bn2(self.conv2(out))
+        return F.Activation(out + x, act_type="relu")
+
+
+class EmbeddingClassifier(gluon.HybridBlock):
+    """Embedding, mean over time, Dense."""
+
+    def __init__(self, vocab, dim, n_classes, **kwargs):
+        super(EmbeddingClassifier, self).__init__(**kwargs)
+        with self.name_scope():
+            self.embedding = nn.Embedding(vocab, dim)
+            self.output = nn.Dense(n_classes)
+
+    def hybrid_forward(self, F, x):
+        return self.output(F.mean(self.embedding(x), axis=1))
+
+
+def _lstm_children(block, vocab, dim, hidden, n_classes):
+    with block.name_scope():
+        block.embedding = nn.Embedding(vocab, dim)
+        block.lstm = gluon.rnn.LSTM(hidden, layout="NTC")
+        block.output = nn.Dense(n_classes)
+
+
+def _lstm_forward(block, F, x):
+    return block.output(F.mean(block.lstm(block.embedding(x)), axis=1))
+
+
+class LSTMClassifier(gluon.HybridBlock):
+    """Embedding, LSTM, mean over time, Dense (releases whose LSTM is hybridizable: 1.3+)."""
+
+    def __init__(self, vocab, dim, hidden, n_classes, **kwargs):
+        super(LSTMClassifier, self).__init__(**kwargs)
+        _lstm_children(self, vocab, dim, hidden, n_classes)
+
+    def hybrid_forward(self, F, x):
+        return _lstm_forward(self, F, x)
+
+
+class ImperativeLSTMClassifier(gluon.Block):
+    """The same network as :class:`LSTMClassifier`, same parameter names, for releases before 1.3."""
+
+    def __init__(self, vocab, dim, hidden, n_classes, **kwargs):
+        super(ImperativeLSTMClassifier, self).__init__(**kwargs)
+        _lstm_children(self, vocab, dim, hidden, n_classes)
+
+    def forward(self, x):
+        return _lstm_forward(self, mx.nd, x)
+
+
+class AddBatchAxis(gluon.HybridBlock):
+    """(C, H, W) to (1, C, H, W), for releases whose image transforms take one image."""
+
+    def hybrid_forward(self, F, x):
+        return F.expand_dims(x, axis=0)
+
+
+class EndToEnd(gluon.HybridBlock):
+    """Raw HWC uint8 pixels in, class scores out: the data transforms are part of the graph.
+
+    ``front`` holds the transforms (Resize where the release has a hybrid one, ToTensor,
+    Normalize), ``classifier`` a small CNN; both in this block's name scope, so
+    ``save_params`` can strip one common prefix.
+    """
+
+    def __init__(self, release, **kwargs):
+        super(EndToEnd, self).__init__(**kwargs)
+        from mxnet.gluon.data.vision import transforms
+        batched = e2e_batched(release)
+        with self.name_scope():
+            self.front = nn.HybridSequential()
+            with self.front.name_scope():
+                if batched:
+                    self.front.add(transforms.Resize(E2E_NET_SIZE))
+                self.front.add(transforms.ToTensor(), transforms.Normalize(mean=MEAN, std=STD))
+                if not batched:
+                    self.front.add(AddBatchAxis())
+            self.classifier = nn.HybridSequential()
+            with self.classifier.name_scope():
+                self.classifier.add(nn.Conv2D(16, 3, padding=1, activation="relu"), nn.MaxPool2D(2, 2),
+                                    nn.Conv2D(32, 3, padding=1, activation="relu"), nn.GlobalAvgPool2D(),
+                                    nn.Dense(4))
+
+    def hybrid_forward(self, F, x):
+        return self.classifier(self.front(x))
+
+
+# -- builders ---------------------------------------------------------------------------------
+def build_mlp(release):
+    net = nn.HybridSequential(prefix="mlp_")
+    with net.name_scope():
+        net.add(nn.Dense(32, activation="relu"), nn.Dense(4))
+    return net
+
+
+def build_lenet(release):
+    net = nn.HybridSequential(prefix="lenet_")
+    with net.name_scope():
+        net.add(nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
+                nn.Conv2D(16, 5, activation="relu"), nn.MaxPool2D(2, 2),
+                nn.Flatten(), nn.Dense(64, activation="relu"), nn.Dense(4))
+    return net
+
+
+def build_resnet_bn(release):
+    net = nn.HybridSequential(prefix="resnet_bn_")
+    with net.name_scope():
+        net.add(nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
+                ResidualUnit(16), ResidualUnit(16), nn.GlobalAvgPool2D(), nn.Dense(4))
+    return net
+
+
+def build_lstm(release):
+    cls = LSTMClassifier if has_feature(release, "hybrid_rnn")[0] else ImperativeLSTMClassifier
+    return cls(40, 16, 24, 3, prefix="lstm_")
+
+
+def build_embedding(release):
+    return EmbeddingClassifier(40, 16, 3, prefix="embedding_")
+
+
+E2E_RAW_SIZE = 36
+E2E_NET_SIZE = 32
+
+
+def e2e_batched(release):
+    """Whether ``release`` builds the end-to-end model with a batch axis and Resize (1.5+)."""
+    return has_feature(release, "batched_image_transforms")[0]
+
+
+def e2e_inputs(release):
+    if e2e_batched(release):
+        return [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")]
+    # one image per call: the graph adds the batch axis itself
+    return [InputSpec("data", (E2E_NET_SIZE, E2E_NET_SIZE, 3), "uint8", "pixels_single")]
+
+
+def e2e_transform_names(release):
+    names = ["ToTensor", "Normalize"]
+    return (["Resize"] + names) if e2e_batched(release) else names + ["AddBatchAxis"]
+
+
+def build_e2e(release):
+    return EndToEnd(release, prefix="e2e_")
+
+
+def build_symbolic(release):
+    """A Module-API model: conv, BatchNorm, relu, pooling, FC and a SoftmaxOutput head."""
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.BatchNorm(x, name="bn1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
+    x = mx.sym.Flatten(x, name="flatten1")
+    x = mx.sym.FullyConnected(x, num_hidden=4, name="fc1")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def _e2e_data(n, seed, release):
+    return data.raw_images(n, size=E2E_RAW_SIZE if e2e_batched(release) else E2E_NET_SIZE, seed=seed)
+
+
+MODELS = dict((spec.name, spec) for spec in [
+    ModelSpec("mlp", 1, "gluon", "Dense-relu-Dense on tabular clusters",
+              [InputSpec("data", (20,), "float32", "float")], 4,
+              lambda n, seed, release: data.tabular(n, seed=seed), build_mlp),
+    ModelSpec("lenet", 1, "gluon", "LeNet: conv, max-pool, dense",
+              [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
+              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_lenet),
+    ModelSpec("resnet_bn", 1, "gluon", "small residual CNN with BatchNorm (running statistics saved)",
+              [InputSpec("data", (3, 16, 16), "float32", "float")], 4,
+              lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed), build_resnet_bn),
+    ModelSpec("lstm", 1, "gluon", "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
+              [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
+              lambda n, seed, release: data.tokens(n, seed=seed), build_lstm, epochs=6, graph_needs=("hybrid_rnn",)),
+    ModelSpec("embedding", 1, "gluon", "Embedding, mean over time, Dense text classifier",
+              [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
+              lambda n, seed, release: data.tokens(n, seed=seed), build_embedding, epochs=6),
+    ModelSpec("symbolic", 1, "symbol", "mx.sym conv-BN-relu-pool-FC-SoftmaxOutput trained with Module",
+              [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
+              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_symbolic,
+              label_names=("softmax_label",)),
+    ModelSpec("e2e", 1, "gluon", "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
+              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",)),
+])
+
+
+def get(name):
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise KeyError("unknown model %r; known: %s" % (name, ", ".join(sorted(MODELS))))
