@@ -75,3 +75,27 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
                      {"mxnet_version": release, "out_dir": str(store)}, home=KitHome(kit_home))
         out[release] = time.monotonic() - started
     return out
+
+
+def read_records(out_dir: Path) -> dict:
+    """{(saved_with, model, api, loaded_with): record} from a reload's records folder."""
+    records = {}
+    for path in sorted((out_dir / "records").glob("*.json")):
+        rec = json.loads(path.read_text())
+        records[(rec["saved_with"], rec["model"], rec["api"], rec["loaded_with"])] = rec
+    return records
+
+
+@pytest.fixture(scope="session")
+def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
+    """reload.ipynb on the newest release (backward) and on the oldest (forward too): their records."""
+    from kit.home import KitHome
+    from kit.notebooks import NOTEBOOKS, run_notebook
+    out = {}
+    for release, forward in ((NEWEST, False), (OLDEST, True)):
+        out_dir = tmp_path_factory.mktemp(f"reload-{release}")
+        run_notebook(NOTEBOOKS / "reload.ipynb", out_dir / "reload.ipynb", f"mxnet-{release}",
+                     {"mxnet_version": release, "store": str(trained_store["_store"]), "out_dir": str(out_dir),
+                      "forward": forward}, home=KitHome(kit_home))
+        out[release] = {"dir": out_dir, "records": read_records(out_dir)}
+    return out

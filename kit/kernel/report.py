@@ -7,7 +7,9 @@ from xml.sax.saxutils import escape
 
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
             "#bcbd22", "#17becf")
-_STATUS_COLOURS = {"saved": "#d8f0d8", "exists": "#e8e8e8", "unsupported": "#fff3cd", "failed": "#f8d0d0"}
+_STATUS_COLOURS = {"saved": "#d8f0d8", "exists": "#e8e8e8", "unsupported": "#fff3cd", "failed": "#f8d0d0",
+                   "identical": "#c8ecc8", "close": "#e0f4e0", "drift": "#ffe0b0", "mismatch": "#f8c0c0",
+                   "load-error": "#f0a8a8", "infer-error": "#f0a8a8", "corrupt": "#d8a0d8"}
 
 
 def html_table(rows, columns, colour_by=None):

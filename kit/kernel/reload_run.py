@@ -1,0 +1,213 @@
+"""What reload.ipynb runs: load every artifact other releases saved, infer, diff, write one record each."""
+import os
+import sys
+import time
+import traceback
+
+from kit.errors import KitError
+from kit.kernel import adapters, artifacts, metrics, tolerance, verdicts, zoo
+from kit.kernel.capabilities import APIS
+from kit.kernel.fingerprint import fingerprint
+from kit.kernel.train_run import check_kernel
+from kit.kernel.versions import release_key
+
+RECORD_SCHEMA = 1
+
+
+def direction(saved, loaded):
+    """``backward`` (an older artifact in a newer release), ``same`` or ``forward``."""
+    a, b = release_key(saved), release_key(loaded)
+    return "same" if a == b else ("backward" if a < b else "forward")
+
+
+def find_artifacts(store, saved_versions=None, models=None, apis=None):
+    """Artifact folders ``(release, model, api, path)`` in ``store``, filtered, sorted by release."""
+    found = []
+    if not os.path.isdir(store):
+        return found
+    for release in os.listdir(store):
+        rdir = os.path.join(store, release)
+        if release.startswith(".") or not os.path.isdir(rdir) or (saved_versions and release not in saved_versions):
+            continue
+        for model in sorted(os.listdir(rdir)):
+            if model.startswith(".") or (models and model not in models):
+                continue
+            mdir = os.path.join(rdir, model)
+            if not os.path.isdir(mdir):
+                continue
+            for api in sorted(os.listdir(mdir)):
+                if api.startswith(".") or (apis and api not in apis):
+                    continue
+                if os.path.isdir(os.path.join(mdir, api)):
+                    found.append((release, model, api, os.path.join(mdir, api)))
+    return sorted(found, key=lambda t: (_key_or_name(t[0]), t[1], t[2]))
+
+
+def _key_or_name(release):
+    try:
+        return (0, release_key(release), release)
+    except ValueError:
+        return (1, ((), (), 0), release)
+
+
+def record_name(saved, model, api, loaded):
+    return "%s__%s__%s__%s.json" % (saved, model, api, loaded)
+
+
+def _excerpt(tb, lines=12):
+    return "\n".join(tb.strip().splitlines()[-lines:])
+
+
+def check_artifact(loaded, saved, model, api, path, overrides=None):
+    """Load one artifact in this kernel's release and compare it with its reference: the record."""
+    rec = {"schema": RECORD_SCHEMA, "saved_with": saved, "model": model, "api": api, "loaded_with": loaded,
+           "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
+           "artifact": path, "verdict": None, "reason": None, "error_type": None, "error": None,
+           "traceback": None, "load_seconds": None, "infer_seconds": None, "cases": {}}
+    try:
+        manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
+    except (IOError, OSError, ValueError) as e:
+        return _fail(rec, verdicts.CORRUPT, "manifest.json is missing or not JSON: %s" % e, e)
+    rec.update({"model_version": manifest.get("model_version"), "param_version": manifest.get("param_version"),
+                "saved_fingerprint": manifest.get("fingerprint")})
+    if manifest.get("status") == "unsupported":
+        rec.update(verdict=verdicts.UNSUPPORTED, reason="saving release: %s" % manifest.get("reason"))
+        return rec
+    if manifest.get("status") != "saved":
+        return _fail(rec, verdicts.CORRUPT, "manifest status is %r, not 'saved'" % manifest.get("status"))
+    bad = artifacts.verify(path, manifest)
+    if bad:
+        return _fail(rec, verdicts.CORRUPT, "sha256 mismatch or missing: %s (nothing was loaded)" % ", ".join(bad))
+    spec = zoo.MODELS.get(model)
+    adapter = adapters.ADAPTERS.get(api)
+    if spec is None or adapter is None:
+        return _fail(rec, verdicts.UNSUPPORTED, "this kit does not know model %r / API %r" % (model, api))
+    if api in ("save_parameters", "save_params"):  # these rebuild the model from its code in this release
+        for ok, reason in (spec.supported(loaded), adapter.supports(loaded, spec)):
+            if not ok:
+                rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
+                return rec
+        if manifest.get("model_version") != spec.version:
+            rec["warning"] = "artifact model_version %s, kit builds version %s" % (
+                manifest.get("model_version"), spec.version)
+    try:
+        reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
+    except Exception as e:
+        return _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
+    started = time.time()
+    try:
+        predictor = adapter.load(spec, loaded, path, manifest)
+    except Exception as e:
+        rec["load_seconds"] = round(time.time() - started, 4)
+        return _fail(rec, verdicts.LOAD_ERROR, None, e, traceback.format_exc())
+    rec["load_seconds"] = round(time.time() - started, 4)
+    started = time.time()
+    outputs = {}
+    try:
+        for case in sorted(reference):
+            outputs[case] = predictor(reference[case]["input"])
+    except Exception as e:
+        rec["infer_seconds"] = round(time.time() - started, 4)
+        return _fail(rec, verdicts.INFER_ERROR, "case %r: " % case, e, traceback.format_exc())
+    rec["infer_seconds"] = round(time.time() - started, 4)
+    all_metrics = []
+    for case in sorted(reference):
+        expected, got = reference[case]["output"], outputs[case]
+        if len(got) != len(expected):
+            rec.update(verdict=verdicts.MISMATCH, reason="case %r: %d outputs, reference has %d" % (
+                case, len(got), len(expected)))
+            return rec
+        rec["cases"][case] = [metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides))
+                              for actual, exp in zip(got, expected)]
+        all_metrics.extend(rec["cases"][case])
+    rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
+    rec["summary"] = _summary(all_metrics)
+    return rec
+
+
+def _summary(all_metrics):
+    def worst(key):
+        vals = [m[key] for m in all_metrics if m.get(key) is not None]
+        return max(vals) if vals else None
+    agreements = [m["top1_agreement"] for m in all_metrics if "top1_agreement" in m]
+    return {"max_abs": worst("max_abs"), "max_rel": worst("max_rel"), "ulp_max": worst("ulp_max"),
+            "frac_out_of_tolerance": worst("frac_out_of_tolerance"),
+            "top1_agreement": min(agreements) if agreements else None,
+            "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None}
+
+
+def _fail(rec, verdict, reason, exc=None, tb=None):
+    rec["verdict"] = verdict
+    if exc is not None:
+        rec["error_type"] = type(exc).__name__
+        rec["error"] = str(exc)
+        rec["reason"] = (reason or "") + "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0]
+                                                      if str(exc).strip() else "")
+    else:
+        rec["reason"] = reason
+    if tb:
+        rec["traceback"] = _excerpt(tb)
+    return rec
+
+
+def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=None, tolerance_overrides=None,
+               forward=False, log=None):
+    """Check every matching artifact in ``store`` on this kernel's release; one record file each.
+
+    Backward and same-release artifacts always; forward ones (saved by newer
+    releases) only when ``forward``. Raises when nothing matched: a check that
+    compared nothing must never look like a pass.
+    """
+    check_kernel(release)
+    tolerance.validate(tolerance_overrides)
+    log = log or (lambda msg: sys.stdout.write(msg + "\n"))
+    for name, value, known in (("models", models, zoo.MODELS), ("apis", apis, APIS)):
+        unknown = [v for v in (value or []) if v not in known]
+        if unknown:
+            raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(known))
+    found = find_artifacts(store, saved_versions, models, apis)
+    todo = [a for a in found if forward or _key_or_name(a[0])[0] != 0 or direction(a[0], release) != "forward"]
+    if not todo:
+        raise KitError("no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)" % (
+            store, saved_versions or "all", models or "all", apis or "all", forward),
+            hint="run train.ipynb for the saving releases first, or widen the filters")
+    records_dir = os.path.join(out_dir, "records")
+    if not os.path.isdir(records_dir):
+        os.makedirs(records_dir)
+    env = fingerprint(release)
+    records = []
+    for i, (saved, model, api, path) in enumerate(todo):
+        started = time.time()
+        rec = check_artifact(release, saved, model, api, path, tolerance_overrides)
+        rec["loaded_fingerprint"] = env
+        rec["seconds"] = round(time.time() - started, 4)
+        rec["checked_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        if rec["direction"] == "same":
+            rec["noise_floor"] = True
+            rec["nondeterministic"] = rec["verdict"] not in (verdicts.IDENTICAL, verdicts.UNSUPPORTED)
+        artifacts.write_json_atomic(os.path.join(records_dir, record_name(saved, model, api, release)), rec)
+        records.append(rec)
+        log("[%d/%d] %s %s/%s -> %s: %s%s" % (i + 1, len(todo), saved, model, api, release, rec["verdict"],
+                                              (" (%s)" % rec["reason"]) if rec["reason"] else ""))
+    return records
+
+
+def table_rows(records):
+    """Flat rows for the verdict table."""
+    rows = []
+    for r in records:
+        s = r.get("summary") or {}
+        rows.append({"saved_with": r["saved_with"], "model": r["model"], "api": r["api"],
+                     "direction": r["direction"], "verdict": r["verdict"], "max_abs": s.get("max_abs"),
+                     "max_rel": s.get("max_rel"), "ulp_max": s.get("ulp_max"), "top1": s.get("top1_agreement"),
+                     "reason": r.get("reason")})
+    return rows
+
+
+def verdict_counts(records):
+    """``{direction: {verdict: count}}``, e.g. to print under the table."""
+    counts = {}
+    for r in records:
+        per = counts.setdefault(r["direction"], {})
+        per[r["verdict"]] = per.get(r["verdict"], 0) + 1
+    return counts

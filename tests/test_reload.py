@@ -1,0 +1,132 @@
+"""reload.ipynb across real releases: verdicts measured on 1.0.0.post4 and 1.9.1 artifacts."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+
+from conftest import NEWEST, OLDEST, read_records
+from kit.home import KitHome
+from kit.kernel import artifacts
+from kit.notebooks import NOTEBOOKS, run_notebook
+
+pytestmark = pytest.mark.envs
+
+PASS = {"identical", "close"}
+
+
+def test_old_artifacts_load_in_the_newest_release(reloaded, trained_store):
+    records = reloaded[NEWEST]["records"]
+    backward = {k: r for k, r in records.items() if r["saved_with"] == OLDEST}
+    assert len(backward) == 28  # 7 models x 4 APIs, every one accounted for
+    saved = {k for k, r in backward.items() if r["verdict"] != "unsupported"}
+    assert len(saved) == 14
+    for key in saved:
+        rec = backward[key]
+        assert rec["direction"] == "backward"
+        assert rec["verdict"] in PASS, (key, rec["verdict"], rec["reason"])
+        assert rec["summary"]["top1_agreement"] == 1.0
+    for key in set(backward) - saved:
+        assert backward[key]["reason"].startswith("saving release:")
+
+
+def test_noise_floor_is_identical(reloaded):
+    same = [r for r in reloaded[NEWEST]["records"].values() if r["saved_with"] == NEWEST]
+    assert len(same) == 28
+    for rec in same:
+        assert rec["direction"] == "same" and rec["noise_floor"] is True
+        assert rec["verdict"] in ("identical", "unsupported"), (rec["model"], rec["api"], rec["reason"])
+        assert rec["nondeterministic"] is False
+    oldest_same = [r for r in reloaded[OLDEST]["records"].values() if r["saved_with"] == OLDEST]
+    assert {r["verdict"] for r in oldest_same} == {"identical", "unsupported"}
+
+
+def test_forward_direction_captures_the_real_errors(reloaded):
+    records = reloaded[OLDEST]["records"]
+    fwd = {(k[1], k[2]): r for k, r in records.items() if r["saved_with"] == NEWEST}
+    assert all(r["direction"] == "forward" for r in fwd.values())
+    assert fwd[("e2e", "export")]["verdict"] == "load-error"
+    assert "_image_resize" in fwd[("e2e", "export")]["error"]
+    assert "not registered" in fwd[("e2e", "module_checkpoint")]["error"]
+    for model in ("lenet", "resnet_bn"):
+        assert fwd[(model, "export")]["verdict"] == "load-error"
+        assert "Cannot find argument 'layout'" in fwd[(model, "export")]["error"]
+    assert "sparse_grad" in fwd[("embedding", "export")]["error"]
+    assert "_rnn_param_concat" in fwd[("lstm", "module_checkpoint")]["error"]
+    assert fwd[("lstm", "export")]["traceback"]
+    assert fwd[("mlp", "export")]["verdict"] in PASS
+    for model in ("mlp", "lenet", "resnet_bn", "lstm", "embedding"):
+        assert fwd[(model, "save_params")]["verdict"] in PASS, model
+        assert fwd[(model, "save_parameters")]["verdict"] == "unsupported"
+        assert "loading release" in fwd[(model, "save_parameters")]["reason"]
+
+
+def test_records_carry_tolerance_timing_and_fingerprints(reloaded):
+    for release in (NEWEST, OLDEST):
+        for rec in reloaded[release]["records"].values():
+            assert rec["loaded_fingerprint"]["release"] == release
+            if rec["verdict"] in PASS:
+                first = rec["cases"]["batch"][0]
+                assert first["tolerance"] == {"rtol": 1e-4, "atol": 1e-5, "scaled_atol": 1e-5}
+                assert rec["load_seconds"] >= 0 and rec["infer_seconds"] >= 0
+                assert rec["saved_fingerprint"]["release"] == rec["saved_with"]
+
+
+def test_notebook_ends_with_verdict_tables(reloaded):
+    nb = nbformat.read(reloaded[OLDEST]["dir"] / "reload.ipynb", 4)
+    html = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+    assert "<h3>backward and same release</h3>" in html and "<h3>forward</h3>" in html
+    assert "load-error" in html
+
+
+def _copy_artifact(store, release, model, api, dest):
+    target = dest / release / model / api
+    shutil.copytree(store / release / model / api, target)
+    return target
+
+
+def test_tampered_params_is_corrupt_and_nothing_loads(trained_store, kit_home, tmp_path):
+    store = tmp_path / "store"
+    folder = _copy_artifact(trained_store["_store"], OLDEST, "mlp", "export", store)
+    params = folder / "model-0000.params"
+    data = bytearray(params.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    params.write_bytes(bytes(data))
+    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
+                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    rec = read_records(tmp_path)[(OLDEST, "mlp", "export", NEWEST)]
+    assert rec["verdict"] == "corrupt"
+    assert "model-0000.params" in rec["reason"] and "nothing was loaded" in rec["reason"]
+    assert rec["load_seconds"] is None
+
+
+def test_perturbed_weight_with_a_valid_hash_is_caught_by_the_diff(trained_store, kit_home, tmp_path):
+    store = tmp_path / "store"
+    folder = _copy_artifact(trained_store["_store"], OLDEST, "lenet", "save_params", store)
+    params = folder / "model.params"
+    python = kit_home / "envs" / NEWEST / "bin" / "python"
+    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
+              "k = sorted(n for n in d if n.endswith('dense1_weight'))[0]; d[k] = d[k] * 1.05; mx.nd.save(sys.argv[1], d)")
+    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"]["model.params"] = artifacts.sha256_file(str(params))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
+                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    rec = read_records(tmp_path)[(OLDEST, "lenet", "save_params", NEWEST)]
+    assert rec["verdict"] in ("drift", "mismatch"), rec["reason"]
+    assert rec["summary"]["frac_out_of_tolerance"] > 0.5
+
+
+def test_nothing_to_compare_is_an_error_not_a_pass(built_envs, kit_home, tmp_path):
+    import papermill
+    with pytest.raises(papermill.PapermillExecutionError) as e:
+        run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
+                     {"mxnet_version": NEWEST, "store": str(tmp_path / "empty"), "out_dir": str(tmp_path)},
+                     home=KitHome(kit_home))
+    assert "no artifacts to check" in str(e.value)
+    assert not (tmp_path / "records").exists()
