@@ -2,7 +2,11 @@
 SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(VENV)/bin
-DEMO_RELEASES ?= 1.0.0.post4 1.4.1 1.9.1
+DEMO_RELEASES ?= 1.0.0.post4 1.2.1 1.4.1 1.5.1 1.7.0.post2 1.9.1
+DEMO_JOBS ?= 2
+comma := ,
+empty :=
+space := $(empty) $(empty)
 
 .PHONY: setup sysdeps demo test test-fast clean-envs nbstripout
 
@@ -22,8 +26,8 @@ nbstripout: $(VENV)/.installed
 
 demo: setup
 	$(BIN)/mxcompat env create $(DEMO_RELEASES) --allow-fallback
-	$(BIN)/mxcompat env doctor $(DEMO_RELEASES)
 	$(BIN)/mxcompat env list
+	$(BIN)/mxcompat run --save $(subst $(space),$(comma),$(strip $(DEMO_RELEASES))) --forward --jobs $(DEMO_JOBS)
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

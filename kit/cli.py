@@ -178,6 +178,66 @@ def env_jupyter_path(export):
     click.echo(f"export JUPYTER_PATH={value}" if export else value)
 
 
+def _csv(value):
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@main.command("run")
+@click.option("--save", "save", metavar="V,...", help="Releases that train and save artifacts (comma-separated).")
+@click.option("--load", "load", metavar="V,...", help="Releases that reload them (default: the --save releases).")
+@click.option("--models", metavar="M,...", help="Zoo models (default: all).")
+@click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
+@click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16),
+              help="Steps (notebook runs) at once.")
+@click.option("--run-id", metavar="ID", help="Name of the run folder under runs/ (default: a timestamp).")
+@click.option("--store", metavar="PATH", help="Artifact store (default: the kit home's store/).")
+@click.option("--tolerance", metavar="JSON|FILE",
+              help='Tolerance overrides, e.g. \'{"float32": {"rtol": 1e-3}, "models": {"lstm": {"atol": 1e-4}}}\'.')
+@click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
+@click.option("--allow-list", metavar="FILE",
+              help="Known incompatibilities (YAML/JSON list of cell: MODEL/API/SAVED/LOADED glob, reason, expires).")
+@click.option("--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish.")
+@click.option("--runs-dir", metavar="PATH", help="Where run folders go (default: runs/ at the repository root).")
+@handle_errors
+def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, retrain, allow_list, resume_id,
+            runs_dir):
+    """Run the matrix: train per --save release, reload per --load release, then the summary.
+
+    Every executed notebook, record and report lands in runs/<run-id>/. Exit codes:
+    0 every backward cell identical or close, 1 regressions found, 2 bad arguments
+    (checked before any work starts), 3 a step itself broke.
+
+    \b
+      mxcompat run --save 1.0.0.post4,1.4.1,1.9.1
+      mxcompat run --save 1.4.1 --load 1.9.1,rc1 --models lenet,e2e --jobs 2
+      mxcompat run --resume 20261202-101500
+    """
+    from kit import matrix
+    if resume_id:
+        if save or load or run_id:
+            raise UsageError("--resume takes the run's own arguments; do not give --save, --load or --run-id")
+        outcome = matrix.resume(resume_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo)
+    else:
+        req = matrix.RunRequest(save=_csv(save), load=_csv(load) or _csv(save), models=_csv(models), apis=_csv(apis),
+                                forward=forward, tolerance=matrix.parse_tolerance(tolerance), retrain=retrain,
+                                allow_list=allow_list, store=store)
+        outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo)
+    for direction, counts in sorted(outcome.counts.items()):
+        click.echo(f"{direction}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
+    for label in outcome.failures:
+        click.secho(f"FAIL {label}", fg="red")
+    for label in outcome.allowed:
+        click.echo(f"allowed {label}")
+    for step in outcome.failed_steps:
+        click.secho(f"BROKEN step {step}", fg="red")
+    click.echo(f"run folder: {outcome.run_dir}")
+    for name in ("summary.html", "summary.md", "junit.xml", "records.csv"):
+        if (outcome.run_dir / name).exists():
+            click.echo(f"  {name}: {outcome.run_dir / name}")
+    sys.exit(outcome.exit_code)
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("lab_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors

@@ -58,3 +58,13 @@ def jupyter_env(home: KitHome, base: dict | None = None) -> dict:
     env = dict(os.environ if base is None else base)
     env["JUPYTER_PATH"] = jupyter_path(home, env)
     return env
+
+HOST_KERNEL = "mxcompat-host"
+
+
+def ensure_host_kernel(home: KitHome) -> str:
+    """Register the kit's own Python (pandas, matplotlib) as kernel ``mxcompat-host``, for the summary."""
+    import sys
+    write_kernelspec(home, HOST_KERNEL, sys.executable, display_name="mxnet-compat-kit host (summary)",
+                     metadata={"release": None, "host": True})
+    return HOST_KERNEL

@@ -41,3 +41,20 @@ def test_jupyter_path_and_help(tmp_path):
     help_text = run_cli("env", "create", "--help", home=tmp_path, check=True).stdout
     assert "--allow-fallback" in help_text and "--wheel" in help_text
     assert run_cli("env", "list", home=tmp_path, check=True).stdout.startswith("no environments")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run"], "--save needs at least one release"),
+    (["run", "--save", "1.10.0"], "unknown MXNet release '1.10.0'"),
+    (["run", "--save", "1.9.1"], "no ready environment for 1.9.1"),
+    (["run", "--resume", "nope"], "no run nope"),
+    (["run", "--resume", "x", "--save", "1.9.1"], "--resume takes the run's own arguments"),
+    (["run", "--save", "1.9.1", "--tolerance", "{bad json"], "neither a readable file nor JSON"),
+    (["run", "--save", "1.9.1", "--tolerance", '{"float32": {"rtol": -1}}'], "non-negative"),
+    (["run", "--save", "1.9.1", "--jobs", "0"], "Invalid value for '--jobs'"),
+])
+def test_run_usage_errors(tmp_path, args, message):
+    proc = run_cli(*args, "--runs-dir", str(tmp_path / "runs"), home=tmp_path / "home")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

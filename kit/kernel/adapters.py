@@ -111,7 +111,7 @@ class _ParamsAdapter(Adapter):
         return {"files": [PREFIX + ".params"], "param_file": PREFIX + ".params"}
 
     def load(self, spec, release, folder, manifest):
-        net = spec.build(release)
+        net = spec.build(release, manifest.get("variant") or None)  # as the saving release built it
         getattr(net, self.load_method)(os.path.join(folder, manifest["load"]["param_file"]), ctx=mx.cpu())
         if isinstance(net, gluon.HybridBlock):
             net.hybridize()

@@ -9,6 +9,9 @@ from kit.kernel.versions import at_least
 #: save/load APIs the kit exercises, in the order they are shown.
 APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
 
+#: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
+MODEL_NAMES = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
+
 # api -> (first release that has it, what a user sees on older ones)
 _API_SINCE = {
     "export": ("1.0.0", None),

@@ -9,15 +9,9 @@ from kit.kernel import adapters, artifacts, metrics, tolerance, verdicts, zoo
 from kit.kernel.capabilities import APIS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
-from kit.kernel.versions import release_key
+from kit.kernel.versions import direction, release_key
 
 RECORD_SCHEMA = 1
-
-
-def direction(saved, loaded):
-    """``backward`` (an older artifact in a newer release), ``same`` or ``forward``."""
-    a, b = release_key(saved), release_key(loaded)
-    return "same" if a == b else ("backward" if a < b else "forward")
 
 
 def find_artifacts(store, saved_versions=None, models=None, apis=None):
@@ -83,7 +77,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None):
     if spec is None or adapter is None:
         return _fail(rec, verdicts.UNSUPPORTED, "this kit does not know model %r / API %r" % (model, api))
     if api in ("save_parameters", "save_params"):  # these rebuild the model from its code in this release
-        for ok, reason in (spec.supported(loaded), adapter.supports(loaded, spec)):
+        for ok, reason in (spec.supported(loaded, manifest.get("variant")), adapter.supports(loaded, spec)):
             if not ok:
                 rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
                 return rec

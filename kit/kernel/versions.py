@@ -66,3 +66,9 @@ def at_least(release, minimum):
     nums, pre, _ = parse_release(release)
     mnums, mpre, _ = parse_release(minimum)
     return (nums, pre) >= (mnums, mpre)
+
+
+def direction(saved, loaded):
+    """``backward`` (an artifact of an older release loaded in a newer one), ``same`` or ``forward``."""
+    a, b = release_key(saved), release_key(loaded)
+    return "same" if a == b else ("backward" if a < b else "forward")

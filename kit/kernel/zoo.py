@@ -42,9 +42,10 @@ class ModelSpec(object):
         """``(x, y)``: ``n`` samples of this model's synthetic data, as ``release`` builds the model."""
         return self.make_data(n, seed, release)
 
-    def supported(self, release):
-        """``(True, None)`` when ``release`` can build this model, else ``(False, reason)``."""
-        for feature in self.needs:
+    def supported(self, release, variant=None):
+        """``(True, None)`` when ``release`` can build this model (in ``variant``), else ``(False, reason)``."""
+        needs = self.needs + (("batched_image_transforms",) if (variant or {}).get("batched") else ())
+        for feature in needs:
             ok, reason = has_feature(release, feature)
             if not ok:
                 return False, reason
@@ -144,10 +145,9 @@ class EndToEnd(gluon.HybridBlock):
     ``save_params`` can strip one common prefix.
     """
 
-    def __init__(self, release, **kwargs):
+    def __init__(self, batched, **kwargs):
         super(EndToEnd, self).__init__(**kwargs)
         from mxnet.gluon.data.vision import transforms
-        batched = e2e_batched(release)
         with self.name_scope():
             self.front = nn.HybridSequential()
             with self.front.name_scope():
@@ -167,14 +167,14 @@ class EndToEnd(gluon.HybridBlock):
 
 
 # -- builders ---------------------------------------------------------------------------------
-def build_mlp(release):
+def build_mlp(release, variant=None):
     net = nn.HybridSequential(prefix="mlp_")
     with net.name_scope():
         net.add(nn.Dense(32, activation="relu"), nn.Dense(4))
     return net
 
 
-def build_lenet(release):
+def build_lenet(release, variant=None):
     net = nn.HybridSequential(prefix="lenet_")
     with net.name_scope():
         net.add(nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
@@ -183,7 +183,7 @@ def build_lenet(release):
     return net
 
 
-def build_resnet_bn(release):
+def build_resnet_bn(release, variant=None):
     net = nn.HybridSequential(prefix="resnet_bn_")
     with net.name_scope():
         net.add(nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
@@ -191,12 +191,12 @@ def build_resnet_bn(release):
     return net
 
 
-def build_lstm(release):
+def build_lstm(release, variant=None):
     cls = LSTMClassifier if has_feature(release, "hybrid_rnn")[0] else ImperativeLSTMClassifier
     return cls(40, 16, 24, 3, prefix="lstm_")
 
 
-def build_embedding(release):
+def build_embedding(release, variant=None):
     return EmbeddingClassifier(40, 16, 3, prefix="embedding_")
 
 
@@ -221,11 +221,13 @@ def e2e_transform_names(release):
     return (["Resize"] + names) if e2e_batched(release) else names + ["AddBatchAxis"]
 
 
-def build_e2e(release):
-    return EndToEnd(release, prefix="e2e_")
+def build_e2e(release, variant=None):
+    """The variant ``release`` builds, or the one an artifact recorded (``{"batched": bool}``)."""
+    batched = e2e_batched(release) if not variant else bool(variant.get("batched"))
+    return EndToEnd(batched, prefix="e2e_")
 
 
-def build_symbolic(release):
+def build_symbolic(release, variant=None):
     """A Module-API model: conv, BatchNorm, relu, pooling, FC and a SoftmaxOutput head."""
     x = mx.sym.var("data")
     x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")

@@ -52,3 +52,28 @@ def test_capabilities_match_the_running_release():
     assert has_feature(release, "gluon_transforms")[0] == (transforms is not None)
     if transforms is not None:
         assert has_feature(release, "batched_image_transforms")[0] == issubclass(transforms.Resize, gluon.HybridBlock)
+
+
+def test_model_names_known_to_the_host_match_the_zoo():
+    from kit.kernel.capabilities import MODEL_NAMES
+    assert tuple(zoo.MODELS) == MODEL_NAMES
+
+
+def test_an_artifact_variant_is_rebuilt_as_saved():
+    """The parameter-file adapters rebuild the variant the artifact recorded, where this release can."""
+    import mxnet as mx
+    from kit.kernel.capabilities import has_feature
+    running = mx.__version__
+    ok, reason = zoo.get("e2e").supported("1.4.1", {"batched": True})
+    assert not ok and "1.5" in reason
+    if has_feature(running, "gluon_transforms")[0]:
+        single = zoo.build_e2e(running, {"transforms": ["ToTensor", "Normalize", "AddBatchAxis"], "batched": False})
+        assert [type(b).__name__ for b in _children(single.front)] == ["ToTensor", "Normalize", "AddBatchAxis"]
+    if has_feature(running, "batched_image_transforms")[0]:
+        own = zoo.build_e2e(running)
+        assert [type(b).__name__ for b in _children(own.front)] == ["Resize", "ToTensor", "Normalize"]
+
+
+def _children(block):
+    kids = block._children
+    return [getattr(k, "block", k) for k in (kids.values() if isinstance(kids, dict) else kids)]

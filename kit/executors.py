@@ -1,0 +1,45 @@
+"""Executors run steps; a registry so other engines (Dask, a CI matrix) can be added by name."""
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, Iterable
+
+from kit.errors import UsageError
+from kit.steps import Step, StepResult, execute_step
+
+
+class LocalExecutor:
+    """A local process pool: each step runs in its own process (spawned, so no ZMQ state is forked)."""
+
+    name = "local"
+
+    def __init__(self, jobs: int = 1):
+        self.jobs = max(1, int(jobs))
+
+    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None]) -> list[StepResult]:
+        steps = list(steps)
+        results = []
+        if not steps:
+            return results
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
+            futures = {pool.submit(execute_step, s.to_dict(), home_root): s for s in steps}
+            for fut in as_completed(futures):
+                try:
+                    result = StepResult(**fut.result())
+                except Exception as e:  # the worker process itself died
+                    result = StepResult(futures[fut].id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
+                results.append(result)
+                on_done(result)
+        return results
+
+
+EXECUTORS = {"local": LocalExecutor}
+
+
+def get_executor(name: str, **kwargs):
+    try:
+        return EXECUTORS[name](**kwargs)
+    except KeyError:
+        raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS)) from None

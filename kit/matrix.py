@@ -1,0 +1,259 @@
+"""The matrix: train once per saving release, reload once per loading release, then summarize.
+
+``run_matrix`` checks every argument before any work starts, plans the steps,
+runs them with an executor (train steps in parallel, then reload steps, then the
+summary), records each step's outcome in the run's manifest as it finishes, and
+writes the run's reports. ``resume`` redoes only the steps that did not finish.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import kit
+from kit import kernelspecs, reports
+from kit.envs import EnvManager
+from kit.errors import KitError, UsageError
+from kit.executors import get_executor
+from kit.home import KitHome
+from kit.kernel import tolerance as tolerance_mod
+from kit.kernel.capabilities import APIS, MODEL_NAMES
+from kit.kernel.versions import direction
+from kit.notebooks import NOTEBOOKS
+from kit.records import classify, load_allow_list, load_records
+from kit.runs import Run, new_run_id, runs_dir
+from kit.steps import Step, StepResult
+
+EXIT_OK, EXIT_REGRESSIONS, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
+
+
+@dataclass
+class RunRequest:
+    """What a run was asked to do; stored in the run manifest so ``--resume`` can redo it."""
+
+    save: list[str]
+    load: list[str]
+    models: list[str] = field(default_factory=list)
+    apis: list[str] = field(default_factory=list)
+    forward: bool = False
+    tolerance: dict = field(default_factory=dict)
+    retrain: bool = False
+    allow_list: str | None = None
+    store: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    counts: dict
+    failed_steps: list[str]
+    failures: list[str]
+    allowed: list[str]
+
+
+def validate(req: RunRequest, manager: EnvManager) -> None:
+    """Refuse bad arguments before any work starts: releases, environments, models, APIs, tolerance."""
+    if not req.save:
+        raise UsageError("--save needs at least one release")
+    if not req.load:
+        raise UsageError("--load needs at least one release")
+    missing = []
+    for name in dict.fromkeys(req.save + req.load):
+        manager.resolve(name)  # unknown release: error listing the known ones
+        try:
+            env = manager.get(name)
+        except KitError:
+            missing.append(name)
+            continue
+        if env.state != "ready":
+            missing.append(name)
+    if missing:
+        raise UsageError(f"no ready environment for {', '.join(missing)}",
+                         hint=f"create them first: mxcompat env create {' '.join(missing)}")
+    for what, given, known in (("model", req.models, MODEL_NAMES), ("API", req.apis, APIS)):
+        unknown = [x for x in given if x not in known]
+        if unknown:
+            raise UsageError(f"unknown {what}(s): {', '.join(unknown)}", hint="known: " + ", ".join(known))
+    try:
+        tolerance_mod.validate(req.tolerance)
+    except tolerance_mod.ToleranceError as e:
+        raise UsageError(f"bad --tolerance: {e}") from None
+    load_allow_list(req.allow_list)
+
+
+def _artifacts_complete(store: Path, release: str, models: list[str], apis: list[str]) -> bool:
+    return all((store / release / m / a / "manifest.json").is_file() for m in models for a in apis)
+
+
+def plan(req: RunRequest, run: Run, store: Path, home: KitHome) -> list[Step]:
+    """The steps of a run, in order: train per saving release, reload per loading release, summary."""
+    models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
+    steps = []
+    for release in req.save:
+        steps.append(Step(
+            id=f"train:{release}", kind="train", release=release, notebook=str(NOTEBOOKS / "train.ipynb"),
+            output=str(run.dir / "train" / f"mxnet-{release}.ipynb"), kernel=f"mxnet-{release}",
+            parameters={"mxnet_version": release, "models": models, "apis": apis, "out_dir": str(store),
+                        "overwrite": req.retrain}))
+    for release in req.load:
+        sources = [s for s in req.save if req.forward or _direction(s, release) != "forward"]
+        if not sources:
+            continue
+        steps.append(Step(
+            id=f"reload:{release}", kind="reload", release=release, notebook=str(NOTEBOOKS / "reload.ipynb"),
+            output=str(run.dir / "reload" / f"mxnet-{release}.ipynb"), kernel=f"mxnet-{release}",
+            parameters={"mxnet_version": release, "store": str(store), "saved_versions": sources, "models": models,
+                        "apis": apis, "out_dir": str(run.dir), "tolerance": req.tolerance, "forward": req.forward},
+            depends_on=[f"train:{s}" for s in sources]))
+    if not any(s.kind == "reload" for s in steps):
+        raise UsageError("nothing to check: every --load release is older than every --save release",
+                         hint="add --forward to check newer artifacts in older releases")
+    steps.append(Step(id="summary", kind="summary", release=None, notebook=str(NOTEBOOKS / "summary.ipynb"),
+                      output=str(run.dir / "summary.ipynb"), kernel=kernelspecs.HOST_KERNEL,
+                      parameters={"run_dir": str(run.dir)}, depends_on=[s.id for s in steps]))
+    return steps
+
+
+def _direction(saved: str, loaded: str) -> str:
+    try:
+        return direction(saved, loaded)
+    except ValueError:  # a custom release name: compare everything with everything
+        return "unknown"
+
+
+def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, runs_root: str | Path | None = None,
+               executor: str = "local", home: KitHome | None = None, on_event: Callable[[str], None] = print
+               ) -> RunOutcome:
+    home = home or KitHome()
+    manager = EnvManager(home)
+    validate(req, manager)
+    run = Run(runs_root or runs_dir(), run_id or new_run_id())
+    if run.exists():
+        raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
+                         hint=f"resume it with --resume {run.id}, or pick another --run-id")
+    store = Path(req.store).expanduser().resolve() if req.store else home.root / "store"
+    run.lock()
+    try:
+        steps = plan(req, run, store, home)
+        manifest = {
+            "run_id": run.id, "kit_version": kit.__version__, "created_at": _now(), "request": req.to_dict(),
+            "store": str(store), "order": [s.id for s in steps],
+            "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
+        }
+        run.write_manifest(manifest)
+        return _execute(run, manifest, req, jobs, executor, home, on_event)
+    finally:
+        run.unlock()
+
+
+def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, executor: str = "local",
+           home: KitHome | None = None, on_event: Callable[[str], None] = print) -> RunOutcome:
+    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports."""
+    home = home or KitHome()
+    run = Run(runs_root or runs_dir(), run_id)
+    if not run.exists():
+        raise UsageError(f"no run {run_id} in {run.dir.parent}")
+    run.lock()
+    try:
+        manifest = run.read_manifest()
+        req = RunRequest(**manifest["request"])
+        validate(req, EnvManager(home))
+        done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in ("ok", "cached")]
+        on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
+        return _execute(run, manifest, req, jobs, executor, home, on_event)
+    finally:
+        run.unlock()
+
+
+def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name: str, home: KitHome,
+             on_event: Callable[[str], None]) -> RunOutcome:
+    executor = get_executor(executor_name, jobs=jobs)
+    kernelspecs.ensure_host_kernel(home)
+    store = Path(manifest["store"])
+    steps = {i: Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
+             for i in manifest["order"]}
+    total = len(steps)
+    progress = {"done": sum(1 for i in steps if manifest["steps"][i]["status"] in ("ok", "cached"))}
+
+    def record(result: StepResult) -> None:
+        entry = manifest["steps"][result.id]
+        entry.update(status=result.status, seconds=result.seconds, attempts=result.attempts, error=result.error,
+                     error_type=result.error_type, finished_at=_now())
+        run.write_manifest(manifest)
+        progress["done"] += 1
+        failed = sum(1 for e in manifest["steps"].values() if e["status"] == "failed")
+        line = f"[{progress['done']}/{total}] {result.id}: {result.status} in {result.seconds:.1f}s"
+        if result.attempts > 1:
+            line += f" after {result.attempts} attempts"
+        if failed:
+            line += f" ({failed} failed so far)"
+        on_event(line)
+        if result.error:
+            on_event("    " + result.error.strip().splitlines()[-1][:300])
+
+    started = time.monotonic()
+    for kind in ("train", "reload", "summary"):
+        todo = [s for s in steps.values() if s.kind == kind and manifest["steps"][s.id]["status"] not in ("ok", "cached")]
+        if kind == "train":
+            models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
+            for s in list(todo):
+                if not req.retrain and _artifacts_complete(store, s.release, models, apis):
+                    record(StepResult(s.id, "cached", 0.0))
+                    todo.remove(s)
+        if kind == "summary":
+            _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
+        executor.run(todo, str(home.root), record)
+    manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
+    outcome = _write_reports(run, req, manifest)
+    manifest.update(finished_at=_now(), exit_code=outcome.exit_code, counts=outcome.counts)
+    run.write_manifest(manifest)
+    return outcome
+
+
+def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
+    records = load_records(run.dir)
+    allow = load_allow_list(req.allow_list)
+    split = classify(records, allow)
+    failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
+    counts: dict = {}
+    for rec in records:
+        per = counts.setdefault(rec["direction"], {})
+        per[rec["verdict"]] = per.get(rec["verdict"], 0) + 1
+    if failed_steps:
+        code = EXIT_BROKEN
+    elif split["failures"]:
+        code = EXIT_REGRESSIONS
+    else:
+        code = EXIT_OK
+    reports.write_all(run.dir, records, split, manifest, code)
+    return RunOutcome(run.id, run.dir, code, counts, failed_steps,
+                      [reports.cell_label(r) for r in split["failures"]],
+                      [reports.cell_label(r) for r, _ in split["allowed"]])
+
+
+def parse_tolerance(text: str | None) -> dict:
+    """``--tolerance``: JSON text or the path of a JSON/YAML file."""
+    if not text:
+        return {}
+    import yaml
+    path = Path(text)
+    try:
+        data = yaml.safe_load(path.read_text()) if path.is_file() else json.loads(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise UsageError(f"--tolerance is neither a readable file nor JSON: {e}") from None
+    try:
+        return tolerance_mod.validate(data)
+    except tolerance_mod.ToleranceError as e:
+        raise UsageError(f"bad --tolerance: {e}") from None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

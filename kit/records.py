@@ -1,0 +1,93 @@
+"""Reading a run's records on the host, and what they mean for the run's exit code."""
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from kit.errors import UsageError
+from kit.kernel.verdicts import FAILING, IDENTICAL, UNSUPPORTED
+
+#: worst last: how a group of cells is summarized by its worst verdict
+SEVERITY = ("identical", "close", "unsupported", "drift", "mismatch", "infer-error", "load-error", "corrupt")
+
+
+def load_records(run_dir: str | Path) -> list[dict]:
+    """Every record of a run, sorted by (saved, model, api, loaded)."""
+    records = []
+    for path in sorted(Path(run_dir, "records").glob("*.json")):
+        rec = json.loads(path.read_text())
+        rec["record_file"] = str(path)
+        records.append(rec)
+    return records
+
+
+def cell_id(rec: dict) -> str:
+    return f"{rec['model']}/{rec['api']}/{rec['saved_with']}/{rec['loaded_with']}"
+
+
+def is_failure(rec: dict) -> bool:
+    """A cell that fails the run: a failing backward verdict, or a same-release reload that is not identical."""
+    if rec["direction"] == "same":
+        return rec["verdict"] not in (IDENTICAL, UNSUPPORTED)
+    return rec["direction"] in ("backward", "unknown") and rec["verdict"] in FAILING
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """A known incompatibility: cells matching ``pattern`` do not fail the run until ``expires``."""
+
+    pattern: str
+    reason: str
+    expires: dt.date
+
+    def matches(self, rec: dict, today: dt.date) -> bool:
+        return today <= self.expires and fnmatch.fnmatchcase(cell_id(rec), self.pattern)
+
+
+def load_allow_list(path: str | Path | None) -> list[Allowance]:
+    """Read an allow-list (YAML or JSON): a list of {cell: MODEL/API/SAVED/LOADED glob, reason, expires}."""
+    if not path:
+        return []
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"cannot read allow-list {path}: {e}") from None
+    if not isinstance(data, list):
+        raise UsageError(f"allow-list {path} must be a list of entries with cell, reason and expires")
+    out = []
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict) or not {"cell", "reason", "expires"} <= set(entry):
+            raise UsageError(f"allow-list {path} entry {i + 1} needs cell, reason and expires")
+        expires = entry["expires"]
+        if isinstance(expires, str):
+            try:
+                expires = dt.date.fromisoformat(expires)
+            except ValueError:
+                raise UsageError(f"allow-list {path} entry {i + 1}: expires must be YYYY-MM-DD") from None
+        if not isinstance(expires, dt.date):
+            raise UsageError(f"allow-list {path} entry {i + 1}: expires must be a date")
+        if str(entry["cell"]).count("/") != 3:
+            raise UsageError(f"allow-list {path} entry {i + 1}: cell must be MODEL/API/SAVED/LOADED (globs allowed)")
+        out.append(Allowance(str(entry["cell"]), str(entry["reason"]), expires))
+    return out
+
+
+def classify(records: list[dict], allow: list[Allowance], today: dt.date | None = None) -> dict:
+    """Split failing cells into ``failures`` and ``allowed`` (with the allowance that covers them)."""
+    today = today or dt.date.today()
+    failures, allowed = [], []
+    for rec in records:
+        if not is_failure(rec):
+            continue
+        hit = next((a for a in allow if a.matches(rec, today)), None)
+        (allowed if hit else failures).append((rec, hit))
+    return {"failures": [r for r, _ in failures], "allowed": allowed}
+
+
+def worst(verdicts) -> str:
+    return max(verdicts, key=SEVERITY.index)

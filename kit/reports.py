@@ -1,0 +1,147 @@
+"""A run's reports: the records as CSV, JUnit XML (one case per cell), Markdown, the summary as HTML."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from kit.records import cell_id, is_failure
+
+COLUMNS = ["saved_with", "model", "api", "loaded_with", "direction", "verdict", "allowed", "reason", "max_abs",
+           "max_rel", "ulp_max", "frac_out_of_tolerance", "top1_agreement", "cosine_min", "load_seconds",
+           "infer_seconds", "error_type", "notebook", "record_file"]
+
+
+def cell_label(rec: dict) -> str:
+    return cell_id(rec)
+
+
+def notebook_of(run_dir: Path, rec: dict) -> str:
+    """The executed notebook that produced a record."""
+    return str(Path(run_dir) / "reload" / f"mxnet-{rec['loaded_with']}.ipynb")
+
+
+def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict]:
+    rows = []
+    for rec in records:
+        s = rec.get("summary") or {}
+        rows.append({
+            "saved_with": rec["saved_with"], "model": rec["model"], "api": rec["api"],
+            "loaded_with": rec["loaded_with"], "direction": rec["direction"], "verdict": rec["verdict"],
+            "allowed": cell_id(rec) in allowed_ids, "reason": rec.get("reason"), "max_abs": s.get("max_abs"),
+            "max_rel": s.get("max_rel"), "ulp_max": s.get("ulp_max"),
+            "frac_out_of_tolerance": s.get("frac_out_of_tolerance"), "top1_agreement": s.get("top1_agreement"),
+            "cosine_min": s.get("cosine_min"), "load_seconds": rec.get("load_seconds"),
+            "infer_seconds": rec.get("infer_seconds"), "error_type": rec.get("error_type"),
+            "notebook": notebook_of(run_dir, rec), "record_file": rec.get("record_file"),
+        })
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dict) -> None:
+    """One testsuite per API, one testcase per cell; forward cells and allowed ones are skipped, not failed."""
+    root = ET.Element("testsuites", name=f"mxnet-compat-kit run {manifest['run_id']}")
+    by_api: dict = {}
+    for row, rec in zip(rows, records):
+        by_api.setdefault(row["api"], []).append((row, rec))
+    for api, cells in sorted(by_api.items()):
+        suite = ET.SubElement(root, "testsuite", name=api, tests=str(len(cells)))
+        failures = skipped = 0
+        for row, rec in cells:
+            case = ET.SubElement(suite, "testcase", classname=f"{api}.{row['model']}",
+                                 name=f"{row['saved_with']} -> {row['loaded_with']}",
+                                 time=str((row["load_seconds"] or 0) + (row["infer_seconds"] or 0)))
+            message = f"{row['verdict']}: {row['reason'] or ''}".strip()
+            if is_failure(rec) and not row["allowed"]:
+                failures += 1
+                node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
+                node.text = rec.get("traceback") or message
+            elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] == "forward":
+                skipped += 1
+                why = "allowed: " if row["allowed"] else ("forward: " if row["direction"] == "forward" else "")
+                ET.SubElement(case, "skipped", message=why + message)
+        suite.set("failures", str(failures))
+        suite.set("skipped", str(skipped))
+    for step_id in manifest["order"]:
+        step = manifest["steps"][step_id]
+        if step["status"] == "failed":
+            suite = ET.SubElement(root, "testsuite", name="steps", tests="1", errors="1")
+            case = ET.SubElement(suite, "testcase", classname="steps", name=step_id)
+            node = ET.SubElement(case, "error", message=(step.get("error") or "")[:500], type="step-failed")
+            node.text = f"{step.get('error')}\nexecuted notebook: {step['output']}"
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int) -> None:
+    req = manifest["request"]
+    lines = [f"# MXNet compatibility run `{manifest['run_id']}`", "",
+             f"- saved with: {', '.join(req['save'])}", f"- loaded with: {', '.join(req['load'])}",
+             f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
+             f"- exit code: {exit_code} ({'compatible' if exit_code == 0 else 'regressions found' if exit_code == 1 else 'a step broke'})",
+             "", "## Verdicts", "", "| direction | verdict | cells |", "|---|---|---|"]
+    counts: dict = {}
+    for r in rows:
+        counts[(r["direction"], r["verdict"])] = counts.get((r["direction"], r["verdict"]), 0) + 1
+    lines += [f"| {d} | {v} | {n} |" for (d, v), n in sorted(counts.items())]
+    failing = [r for r in rows if not r["allowed"] and cell_id_row(r) in {cell_id(x) for x in split["failures"]}]
+    lines += ["", "## Cells that fail the run", ""]
+    lines += _cell_table(failing) if failing else ["None."]
+    if split["allowed"]:
+        lines += ["", "## Allowed (known incompatibilities)", "", "| cell | verdict | reason | expires |", "|---|---|---|---|"]
+        lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
+    forward = [r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close")]
+    if forward:
+        lines += ["", "## Forward direction (newer artifacts in older releases, reported apart)", ""]
+        lines += _cell_table(forward)
+    broken = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
+    if broken:
+        lines += ["", "## Steps that broke", ""]
+        lines += [f"- `{i}`: {(manifest['steps'][i].get('error') or '').strip().splitlines()[-1:] or ['']}"
+                  f" (executed notebook: `{manifest['steps'][i]['output']}`)" for i in broken]
+    lines += ["", "Reproduce: `mxcompat run --save " + ",".join(req["save"]) + " --load " + ",".join(req["load"])
+              + (" --forward" if req["forward"] else "") + "`", ""]
+    path.write_text("\n".join(lines))
+
+
+def cell_id_row(row: dict) -> str:
+    return f"{row['model']}/{row['api']}/{row['saved_with']}/{row['loaded_with']}"
+
+
+def _cell_table(rows: list[dict]) -> list[str]:
+    out = ["| model | api | saved | loaded | verdict | max abs | reason | notebook |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        reason = (r["reason"] or "").replace("|", "\\|").replace("\n", " ")[:160]
+        out.append(f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
+                   f"{_fmt(r['max_abs'])} | {reason} | `{Path(r['notebook']).name}` |")
+    return out
+
+
+def write_html(notebook: Path, html: Path) -> None:
+    from nbconvert import HTMLExporter
+    import nbformat
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    html.write_text(body)
+
+
+def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, exit_code: int) -> None:
+    allowed_ids = {cell_id(r) for r, _ in split["allowed"]}
+    rows = flat_rows(run_dir, records, allowed_ids)
+    write_csv(run_dir / "records.csv", rows)
+    write_junit(run_dir / "junit.xml", rows, records, manifest)
+    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code)
+    summary = run_dir / "summary.ipynb"
+    if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
+        write_html(summary, run_dir / "summary.html")

@@ -1,0 +1,67 @@
+"""A run's folder under runs/: executed notebooks, records, reports and the run's own manifest."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+
+from kit.errors import UsageError
+from kit.home import REPO_ROOT
+
+RUN_MANIFEST = "run.json"
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("MXCOMPAT_RUNS_DIR") or REPO_ROOT / "runs")
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+class Run:
+    """One run folder; holds an exclusive lock while a process works on it."""
+
+    def __init__(self, root: str | Path, run_id: str):
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise UsageError(f"invalid run id {run_id!r}")
+        self.id = run_id
+        self.dir = Path(root) / run_id
+        self._lock_file = None
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.dir / RUN_MANIFEST
+
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def lock(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = open(self.dir / ".lock", "w")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            self._lock_file = None
+            raise UsageError(f"run {self.id} is in progress in another process",
+                             hint="wait for it, or pick another --run-id") from None
+
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
+    def read_manifest(self) -> dict:
+        try:
+            return json.loads(self.manifest_path.read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(f"run {self.id} has no readable {RUN_MANIFEST}: {e}") from None
+
+    def write_manifest(self, data: dict) -> None:
+        tmp = self.manifest_path.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(tmp, self.manifest_path)

@@ -1,0 +1,74 @@
+"""A step: one notebook run on one kernel with its parameters, the unit every executor runs.
+
+A step's inputs and outputs live in the store and the run folder, so the same
+step can run in a local process or on another machine.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+RETRYABLE = ("Kernel died before replying", "Kernel didn't respond", "Address already in use",
+             "Timeout waiting for kernel", "Kernel not responding", "Kernel died")
+ATTEMPTS = 3
+
+
+@dataclass
+class Step:
+    id: str  # train:1.4.1, reload:1.9.1, summary
+    kind: str
+    release: str | None
+    notebook: str
+    output: str
+    kernel: str
+    parameters: dict
+    depends_on: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class StepResult:
+    id: str
+    status: str  # ok, failed, cached
+    seconds: float
+    attempts: int = 1
+    error: str | None = None
+    error_type: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Kernel start failures of parallel runs (port races, slow starts) are retried; cell errors are not."""
+    from papermill.exceptions import PapermillExecutionError
+    if isinstance(exc, PapermillExecutionError):
+        return False
+    text = f"{type(exc).__name__}: {exc}"
+    return any(marker in text for marker in RETRYABLE) or type(exc).__name__ in ("ZMQError", "TimeoutError")
+
+
+def execute_step(step: dict, home_root: str) -> dict:
+    """Run one step (in a worker process); never raises, returns a StepResult as a dict."""
+    from kit.home import KitHome
+    from kit.notebooks import run_notebook
+    started = time.monotonic()
+    last = None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"],
+                         home=KitHome(home_root))
+            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt).to_dict()
+        except Exception as e:  # every failure is reported; only kernel start races are retried
+            last = e
+            if not is_retryable(e) or attempt == ATTEMPTS:
+                break
+            time.sleep(1.0 * attempt)
+    message = str(last).strip()
+    if not message:
+        message = traceback.format_exception_only(type(last), last)[-1].strip()
+    return StepResult(step["id"], "failed", round(time.monotonic() - started, 2), attempt,
+                      error=message[-4000:], error_type=type(last).__name__).to_dict()

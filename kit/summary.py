@@ -1,0 +1,183 @@
+"""What summary.ipynb shows: verdict heatmaps, error distributions, counts, failing cells, fingerprints.
+
+Runs on the host kernel (pandas and matplotlib). Figures are returned, so the
+notebook displays them whatever matplotlib backend the environment sets.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
+
+from kit import reports  # noqa: E402
+from kit.kernel.capabilities import APIS  # noqa: E402
+from kit.kernel.versions import release_key  # noqa: E402
+from kit.records import SEVERITY, classify, load_allow_list, load_records, worst  # noqa: E402
+
+COLOURS = {"identical": "#1a9850", "close": "#91cf60", "unsupported": "#d9d9d9", "drift": "#fdae61",
+           "mismatch": "#f46d43", "infer-error": "#d73027", "load-error": "#a50026", "corrupt": "#762a83"}
+ZERO_FLOOR = 1e-12  # identical outputs have zero error: drawn at this floor on log scales
+
+
+class RunData:
+    """A run's records as a table, plus the raw records and the run's manifest."""
+
+    def __init__(self, run_dir: str | Path):
+        import json
+        self.dir = Path(run_dir)
+        self.records = load_records(self.dir)
+        self.manifest = json.loads((self.dir / "run.json").read_text())
+        allow = load_allow_list(self.manifest["request"].get("allow_list"))
+        self.split = classify(self.records, allow)
+        allowed = {reports.cell_id(r) for r, _ in self.split["allowed"]}
+        self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
+
+    def releases(self, column: str) -> list[str]:
+        return sorted(self.df[column].unique(), key=_release_sort)
+
+
+def _release_sort(name):
+    try:
+        return (0, release_key(name))
+    except ValueError:
+        return (1, name)
+
+
+def load(run_dir: str | Path) -> RunData:
+    pd.set_option("display.max_colwidth", None)  # errors and fingerprints are read whole, not cut at 50 chars
+    data = RunData(run_dir)
+    if data.df.empty:
+        raise ValueError(f"run {run_dir} has no records: no reload step finished")
+    return data
+
+
+def show(fig, dpi: int = 110):
+    """Display ``fig`` as a PNG in the notebook and close it; works under any matplotlib backend
+    (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures)."""
+    import io
+
+    from IPython.display import Image, display
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue(), format="png"))
+
+
+def counts_table(data: RunData) -> pd.DataFrame:
+    """Cells by direction and verdict."""
+    table = data.df.pivot_table(index="direction", columns="verdict", values="model", aggfunc="count", fill_value=0)
+    return table[[v for v in SEVERITY if v in table.columns]]
+
+
+def heatmaps(data: RunData):
+    """Per API, saved release x loaded release coloured by the worst verdict over the models that both releases
+    support, annotated with the largest max-abs error and how many models were checked."""
+    saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
+    apis = [a for a in APIS if a in set(data.df["api"])]
+    cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
+    fig, axes = plt.subplots(1, len(apis), figsize=(3.4 * len(apis) + 1.5, 0.75 * len(saved) + 2.2), squeeze=False)
+    for ax, api in zip(axes[0], apis):
+        sub = data.df[data.df["api"] == api]
+        grid = np.full((len(saved), len(loaded)), np.nan)
+        for i, s in enumerate(saved):
+            for j, l in enumerate(loaded):
+                cell = sub[(sub["saved_with"] == s) & (sub["loaded_with"] == l)]
+                if cell.empty:
+                    continue
+                checked = cell[cell["verdict"] != "unsupported"]
+                verdict = worst(checked["verdict"]) if not checked.empty else "unsupported"
+                grid[i, j] = SEVERITY.index(verdict)
+                err = checked["max_abs"].dropna()
+                label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
+                if not checked.empty:
+                    label += f"\n{len(checked)}/{len(cell)} models"
+                ax.text(j, i, label, ha="center", va="center", fontsize=6.5,
+                        color="white" if verdict in ("load-error", "corrupt", "infer-error") else "black")
+        ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(SEVERITY) - 0.5, aspect="auto")
+        ax.set_xticks(range(len(loaded)))
+        ax.set_xticklabels(loaded, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(saved)))
+        ax.set_yticklabels(saved, fontsize=7)
+        ax.set_title(api, fontsize=9)
+        ax.set_xlabel("loaded with", fontsize=8)
+    axes[0][0].set_ylabel("saved with", fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
+    fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
+    fig.suptitle("worst verdict over the models checked, largest max-abs error, models checked / in the zoo", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.88, 0.95))
+    return fig
+
+
+def output_errors(data: RunData) -> pd.DataFrame:
+    """One row per compared output (every case of every record): its max abs error and where it came from."""
+    rows = []
+    for rec in data.records:
+        for case, outs in (rec.get("cases") or {}).items():
+            for m in outs:
+                if "max_abs" in m and m["max_abs"] is not None and math.isfinite(m["max_abs"]):
+                    rows.append({"api": rec["api"], "loaded_with": rec["loaded_with"],
+                                 "saved_with": rec["saved_with"], "direction": rec["direction"], "case": case,
+                                 "max_abs": max(m["max_abs"], ZERO_FLOOR), "max_rel": m.get("max_rel")})
+    return pd.DataFrame(rows, columns=["api", "loaded_with", "saved_with", "direction", "case", "max_abs", "max_rel"])
+
+
+def error_distributions(data: RunData):
+    """ECDFs of per-output max abs error on a log scale: by API, and by loaded release (backward cells)."""
+    errs = output_errors(data)
+    errs = errs[errs["direction"] != "forward"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for ax, column, title in ((axes[0], "api", "by API"), (axes[1], "loaded_with", "by loaded release")):
+        groups = sorted(errs[column].unique(), key=_release_sort) if column == "loaded_with" else \
+            [a for a in APIS if a in set(errs[column])]
+        for g in groups:
+            values = np.sort(errs.loc[errs[column] == g, "max_abs"].to_numpy())
+            if values.size:
+                ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", label=str(g))
+        ax.set_xscale("log")
+        ax.set_xlim(ZERO_FLOOR / 2, max(1.0, errs["max_abs"].max() * 2) if not errs.empty else 1.0)
+        ax.set_xlabel(f"max abs error per output (identical drawn at {ZERO_FLOOR:g})", fontsize=8)
+        ax.set_ylabel("fraction of outputs", fontsize=8)
+        ax.set_title(f"error distribution {title}", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def failing_table(data: RunData) -> pd.DataFrame:
+    """Every cell that is not identical or close, with its error and the executed notebook that produced it."""
+    df = data.df[~data.df["verdict"].isin(["identical", "close", "unsupported"])]
+    return df[["direction", "model", "api", "saved_with", "loaded_with", "verdict", "allowed", "max_abs", "reason",
+               "notebook"]].reset_index(drop=True)
+
+
+def unsupported_table(data: RunData) -> pd.DataFrame:
+    df = data.df[data.df["verdict"] == "unsupported"]
+    return df.groupby(["model", "api", "reason"]).size().rename("cells").reset_index()
+
+
+def fingerprints_table(data: RunData) -> pd.DataFrame:
+    """The environments side by side: one column per release, saving and loading alike."""
+    seen = {}
+    for rec in data.records:
+        for fp in (rec.get("saved_fingerprint"), rec.get("loaded_fingerprint")):
+            if fp and fp.get("release") and fp["release"] not in seen:
+                seen[fp["release"]] = fp
+    cols = {}
+    for release in sorted(seen, key=_release_sort):
+        fp = seen[release]
+        env = fp.get("kit_env") or {}
+        cols[release] = {
+            "mx.__version__": fp.get("mxnet"), "python": fp.get("python"), "numpy": fp.get("numpy"),
+            "fallback": env.get("fallback"), "features": " ".join(fp.get("mxnet_features") or []) or "n/a (<1.5)",
+            "cpu": (fp.get("cpu") or {}).get("model"), "cpu flags": " ".join((fp.get("cpu") or {}).get("flags") or []),
+            "MXNET_/OMP_ variables": " ".join(f"{k}={v}" for k, v in sorted((fp.get("env") or {}).items())) or "-",
+        }
+    return pd.DataFrame(cols)

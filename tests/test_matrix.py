@@ -1,0 +1,220 @@
+"""mxcompat run: the whole matrix through papermill, its run folder, exit codes, resume and parallelism."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
+from kit.kernel import artifacts
+
+pytestmark = pytest.mark.envs
+
+SAVE = f"{OLDEST},{NEWEST}"
+
+
+def run(home, runs, *args, env=None):
+    return run_cli("run", "--runs-dir", str(runs), *args, home=home, env=env, timeout=1200)
+
+
+def comparable(records: dict) -> dict:
+    """Records without what legitimately differs between two runs (timings, timestamps, paths)."""
+    out = {}
+    for key, rec in records.items():
+        out[key] = (rec["verdict"], rec["reason"], json.dumps(rec.get("summary"), sort_keys=True),
+                    json.dumps(rec.get("cases"), sort_keys=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def first_run(built_envs, kit_home, tmp_path_factory):
+    """A real two-release run from an empty store: trains, reloads, summarizes."""
+    runs = tmp_path_factory.mktemp("runs")
+    store = tmp_path_factory.mktemp("matrix-store")
+    proc = run(kit_home, runs, "--save", SAVE, "--run-id", "first", "--store", str(store), "--jobs", "2")
+    return {"proc": proc, "dir": runs / "first", "runs": runs, "store": store}
+
+
+def test_run_folder_holds_every_piece_of_evidence(first_run):
+    proc, d = first_run["proc"], first_run["dir"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for rel in (f"train/mxnet-{OLDEST}.ipynb", f"train/mxnet-{NEWEST}.ipynb", f"reload/mxnet-{OLDEST}.ipynb",
+                f"reload/mxnet-{NEWEST}.ipynb", "summary.ipynb", "summary.html", "summary.md", "junit.xml",
+                "records.csv", "run.json"):
+        assert (d / rel).is_file(), rel
+    manifest = json.loads((d / "run.json").read_text())
+    assert manifest["exit_code"] == 0
+    assert [manifest["steps"][i]["status"] for i in manifest["order"]] == ["ok"] * 5
+    assert manifest["request"]["save"] == [OLDEST, NEWEST]
+    records = read_records(d)
+    # newest reloads 2 x 28 cells, oldest only its own 28 (no --forward)
+    assert len(records) == 84
+    assert {r["direction"] for r in records.values()} == {"backward", "same"}
+    assert "[5/5] " in proc.stdout and "backward: close" in proc.stdout
+
+
+def test_records_table_junit_and_markdown_agree(first_run):
+    d = first_run["dir"]
+    lines = (d / "records.csv").read_text().splitlines()
+    assert lines[0].startswith("saved_with,model,api,loaded_with,direction,verdict") and len(lines) == 85
+    suites = ET.parse(d / "junit.xml").getroot().findall("testsuite")
+    assert sorted(s.get("name") for s in suites) == sorted(["export", "module_checkpoint", "save_params", "save_parameters"])
+    assert sum(int(s.get("tests")) for s in suites) == 84
+    assert sum(int(s.get("failures")) for s in suites) == 0
+    md = (d / "summary.md").read_text()
+    assert "exit code: 0 (compatible)" in md and "| backward | close |" in md
+
+
+def test_executed_notebooks_record_their_kernel_and_string_parameters(first_run):
+    nb = nbformat.read(first_run["dir"] / "reload" / f"mxnet-{NEWEST}.ipynb", 4)
+    assert nb.metadata["kernelspec"]["name"] == f"mxnet-{NEWEST}"
+    params = nb.metadata["papermill"]["parameters"]
+    assert params["mxnet_version"] == NEWEST and params["saved_versions"] == [OLDEST, NEWEST]
+
+
+def test_summary_notebook_shows_figures_and_tables(first_run):
+    nb = nbformat.read(first_run["dir"] / "summary.ipynb", 4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    pngs = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) == 2  # heatmaps and error distributions
+    html = (first_run["dir"] / "summary.html").read_text()
+    assert html.count('src="data:image/png;base64') == 2 and "Environments side by side" in html
+    assert "1.0.0.post4" in html and "MKLDNN" in html
+
+
+def test_jobs_2_gives_the_same_records_as_jobs_1(first_run, kit_home):
+    runs, store = first_run["runs"], first_run["store"]
+    proc = run(kit_home, runs, "--save", SAVE, "--run-id", "serial", "--store", str(store), "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"train:{OLDEST}: cached" in proc.stdout  # baselines are frozen: not retrained
+    assert comparable(read_records(runs / "serial")) == comparable(read_records(first_run["dir"]))
+
+
+def test_killed_run_is_resumed_without_redoing_finished_steps(first_run, kit_home):
+    runs, store = first_run["runs"], first_run["store"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", "run", "--runs-dir", str(runs), "--save", SAVE, "--run-id", "killed",
+         "--store", str(store), "--jobs", "1"],
+        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)), cwd=REPO, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    manifest_path = runs / "killed" / "run.json"
+    deadline = time.monotonic() + 300
+    while True:
+        assert time.monotonic() < deadline and proc.poll() is None, "the run ended before it could be killed"
+        try:
+            steps = json.loads(manifest_path.read_text())["steps"]
+        except (OSError, ValueError):
+            steps = {}
+        if sum(1 for s in steps.values() if s["kind"] == "reload" and s["status"] == "ok") == 1:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = json.loads(manifest_path.read_text())
+    finished = [i for i, s in before["steps"].items() if s["status"] in ("ok", "cached")]
+    assert "summary" not in finished and "exit_code" not in before
+    done_reload = next(i for i in finished if i.startswith("reload:"))
+    output = Path(before["steps"][done_reload]["output"])
+    mtime = output.stat().st_mtime_ns
+
+    resumed = run(kit_home, runs, "--resume", "killed")
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"{len(finished)} of 5 steps already finished" in resumed.stdout
+    assert done_reload not in resumed.stdout  # not redone
+    assert output.stat().st_mtime_ns == mtime
+    after = json.loads(manifest_path.read_text())
+    assert all(s["status"] in ("ok", "cached") for s in after["steps"].values()) and after["exit_code"] == 0
+    assert comparable(read_records(runs / "killed")) == comparable(read_records(first_run["dir"]))
+    assert not list((runs / "killed" / "records").glob("*.tmp-*"))
+
+
+def _perturbed_store(src: Path, dest: Path, kit_home: Path) -> None:
+    shutil.copytree(src, dest)
+    params = dest / OLDEST / "mlp" / "save_params" / "model.params"
+    python = kit_home / "envs" / NEWEST / "bin" / "python"
+    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
+              "k = sorted(n for n in d if n.endswith('dense1_weight'))[0]; d[k] = d[k][::-1]; mx.nd.save(sys.argv[1], d)")
+    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
+    manifest_path = params.parent / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"]["model.params"] = artifacts.sha256_file(str(params))
+    manifest_path.write_text(json.dumps(manifest))
+
+
+def test_regressions_exit_1_unless_allowed_until_expiry(first_run, kit_home, tmp_path):
+    store = tmp_path / "store"
+    _perturbed_store(first_run["store"], store, kit_home)
+    runs = tmp_path / "runs"
+    args = ("--save", SAVE, "--load", NEWEST, "--models", "mlp", "--apis", "save_params", "--store", str(store))
+    failing = run(kit_home, runs, *args, "--run-id", "bad")
+    assert failing.returncode == 1, failing.stdout[-2000:]
+    cell = f"mlp/save_params/{OLDEST}/{NEWEST}"
+    assert f"FAIL {cell}" in failing.stdout
+    junit = (runs / "bad" / "junit.xml").read_text()
+    assert "<failure" in junit and "mismatch" in junit
+    assert "## Cells that fail the run" in (runs / "bad" / "summary.md").read_text()
+
+    allow = tmp_path / "allow.yml"
+    allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known, tracked upstream\n  expires: 2999-01-01\n")
+    allowed = run(kit_home, runs, *args, "--run-id", "allowed", "--allow-list", str(allow))
+    assert allowed.returncode == 0 and f"allowed {cell}" in allowed.stdout
+    assert "known, tracked upstream" in (runs / "allowed" / "summary.md").read_text()
+    allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known\n  expires: 2020-01-01\n")
+    expired = run(kit_home, runs, *args, "--run-id", "expired", "--allow-list", str(allow))
+    assert expired.returncode == 1
+
+
+def test_a_broken_step_exits_3_and_the_run_goes_on(first_run, kit_home, tmp_path):
+    """A release whose kernel cannot start: its reload step fails, the others still run."""
+    home = tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    for release in (OLDEST, NEWEST):
+        (home / "envs" / release).symlink_to(kit_home / "envs" / release)
+        shutil.copytree(kit_home / "jupyter" / "kernels" / f"mxnet-{release}",
+                        home / "jupyter" / "kernels" / f"mxnet-{release}")
+    spec_path = home / "jupyter" / "kernels" / f"mxnet-{OLDEST}" / "kernel.json"
+    spec = json.loads(spec_path.read_text())
+    spec["argv"][0] = "/nonexistent/python"
+    spec_path.write_text(json.dumps(spec))
+    proc = run(home, tmp_path / "runs", "--save", SAVE, "--store", str(first_run["store"]), "--run-id", "broken")
+    assert proc.returncode == 3, proc.stdout[-2000:]
+    manifest = json.loads((tmp_path / "runs" / "broken" / "run.json").read_text())
+    assert manifest["steps"][f"reload:{OLDEST}"]["status"] == "failed"
+    assert "nonexistent" in manifest["steps"][f"reload:{OLDEST}"]["error"]
+    assert manifest["steps"][f"reload:{NEWEST}"]["status"] == "ok" and manifest["steps"]["summary"]["status"] == "ok"
+    assert f"BROKEN step reload:{OLDEST}" in proc.stdout
+    assert 'type="step-failed"' in (tmp_path / "runs" / "broken" / "junit.xml").read_text()
+
+
+def test_two_runs_on_one_run_id_are_refused(first_run, kit_home):
+    from kit.runs import Run
+    held = Run(first_run["runs"], "first")
+    held.lock()
+    try:
+        proc = run(kit_home, first_run["runs"], "--resume", "first")
+    finally:
+        held.unlock()
+    assert proc.returncode == 2 and "in progress in another process" in proc.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--save", NEWEST, "--models", "mlp,nope"], "unknown model(s): nope"),
+    (["--save", NEWEST, "--apis", "pickle"], "unknown API(s): pickle"),
+    (["--save", NEWEST, "--load", OLDEST], "nothing to check"),
+    (["--save", NEWEST, "--run-id", "first"], "run first already exists"),
+    (["--save", NEWEST, "--allow-list", "/nonexistent.yml"], "cannot read allow-list"),
+])
+def test_run_usage_errors_with_environments(first_run, kit_home, args, message):
+    proc = run(kit_home, first_run["runs"], *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
