@@ -17,14 +17,15 @@ class LocalExecutor:
     def __init__(self, jobs: int = 1):
         self.jobs = max(1, int(jobs))
 
-    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None]) -> list[StepResult]:
+    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None],
+            log_dir: str | None = None) -> list[StepResult]:
         steps = list(steps)
         results = []
         if not steps:
             return results
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
-            futures = {pool.submit(execute_step, s.to_dict(), home_root): s for s in steps}
+            futures = {pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s)): s for s in steps}
             for fut in as_completed(futures):
                 try:
                     result = StepResult(**fut.result())
@@ -43,3 +44,7 @@ def get_executor(name: str, **kwargs):
         return EXECUTORS[name](**kwargs)
     except KeyError:
         raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS)) from None
+
+
+def _log_path(log_dir: str | None, step: Step) -> str | None:
+    return f"{log_dir}/{step.id.replace(':', '-')}.log" if log_dir else None

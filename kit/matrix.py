@@ -210,7 +210,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
                     todo.remove(s)
         if kind == "summary":
             _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
-        executor.run(todo, str(home.root), record)
+        executor.run(todo, str(home.root), record, log_dir=str(run.dir / "logs"))
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
     outcome = _write_reports(run, req, manifest)
     manifest.update(finished_at=_now(), exit_code=outcome.exit_code, counts=outcome.counts)

@@ -102,15 +102,17 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
     if split["allowed"]:
         lines += ["", "## Allowed (known incompatibilities)", "", "| cell | verdict | reason | expires |", "|---|---|---|---|"]
         lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
-    forward = [r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close")]
+    forward = [r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close", "unsupported")]
     if forward:
         lines += ["", "## Forward direction (newer artifacts in older releases, reported apart)", ""]
         lines += _cell_table(forward)
     broken = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
     if broken:
         lines += ["", "## Steps that broke", ""]
-        lines += [f"- `{i}`: {(manifest['steps'][i].get('error') or '').strip().splitlines()[-1:] or ['']}"
-                  f" (executed notebook: `{manifest['steps'][i]['output']}`)" for i in broken]
+        for i in broken:
+            last = ((manifest["steps"][i].get("error") or "").strip().splitlines() or [""])[-1]
+            lines.append(f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
+                         f"log: `logs/{i.replace(':', '-')}.log`)")
     lines += ["", "Reproduce: `mxcompat run --save " + ",".join(req["save"]) + " --load " + ",".join(req["load"])
               + (" --forward" if req["forward"] else "") + "`", ""]
     path.write_text("\n".join(lines))

@@ -5,6 +5,9 @@ step can run in a local process or on another machine.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -51,10 +54,39 @@ def is_retryable(exc: BaseException) -> bool:
     return any(marker in text for marker in RETRYABLE) or type(exc).__name__ in ("ZMQError", "TimeoutError")
 
 
-def execute_step(step: dict, home_root: str) -> dict:
+@contextlib.contextmanager
+def _output_to(log_path: str):
+    """Send this process's stdout and stderr, and so its kernels' (MXNet's native logs), to ``log_path``."""
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def execute_step(step: dict, home_root: str, log_path: str | None = None) -> dict:
     """Run one step (in a worker process); never raises, returns a StepResult as a dict."""
+    if log_path:
+        with _output_to(log_path):
+            return _execute(step, home_root)
+    return _execute(step, home_root)
+
+
+def _execute(step: dict, home_root: str) -> dict:
     from kit.home import KitHome
     from kit.notebooks import run_notebook
+    os.environ.pop("MPLBACKEND", None)  # a kernel with MPLBACKEND=Agg would leave notebooks without figures
     started = time.monotonic()
     last = None
     for attempt in range(1, ATTEMPTS + 1):

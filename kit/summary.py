@@ -82,8 +82,14 @@ def heatmaps(data: RunData):
     saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
     apis = [a for a in APIS if a in set(data.df["api"])]
     cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
-    fig, axes = plt.subplots(1, len(apis), figsize=(3.4 * len(apis) + 1.5, 0.75 * len(saved) + 2.2), squeeze=False)
-    for ax, api in zip(axes[0], apis):
+    ncols = 2 if len(apis) > 1 else 1
+    nrows = math.ceil(len(apis) / ncols)
+    side = max(3.2, 0.95 * max(len(saved), len(loaded)))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 2.0, (side * 0.8 + 1.2) * nrows), squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[len(apis):]:
+        ax.axis("off")
+    for ax, api in zip(flat, apis):
         sub = data.df[data.df["api"] == api]
         grid = np.full((len(saved), len(loaded)), np.nan)
         for i, s in enumerate(saved):
@@ -95,7 +101,10 @@ def heatmaps(data: RunData):
                 verdict = worst(checked["verdict"]) if not checked.empty else "unsupported"
                 grid[i, j] = SEVERITY.index(verdict)
                 err = checked["max_abs"].dropna()
-                label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
+                if verdict in ("load-error", "infer-error", "corrupt"):
+                    label = f"{verdict}\n{int((checked['verdict'] == verdict).sum())} of {len(checked)}"
+                else:
+                    label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
                 if not checked.empty:
                     label += f"\n{len(checked)}/{len(cell)} models"
                 ax.text(j, i, label, ha="center", va="center", fontsize=6.5,
@@ -107,7 +116,7 @@ def heatmaps(data: RunData):
         ax.set_yticklabels(saved, fontsize=7)
         ax.set_title(api, fontsize=9)
         ax.set_xlabel("loaded with", fontsize=8)
-    axes[0][0].set_ylabel("saved with", fontsize=8)
+        ax.set_ylabel("saved with", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
     fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
     fig.suptitle("worst verdict over the models checked, largest max-abs error, models checked / in the zoo", fontsize=10)
