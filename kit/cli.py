@@ -238,6 +238,105 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
     sys.exit(outcome.exit_code)
 
 
+@main.group()
+def store():
+    """List, verify, push and pull artifact stores (a folder, or s3://bucket/prefix).
+
+    S3: credentials come from the usual AWS variables or files; without any, reads are
+    anonymous (unsigned), which works on a public bucket. AWS_ENDPOINT_URL_S3 or
+    --endpoint-url points at an S3-compatible server.
+    """
+
+
+_endpoint = click.option("--endpoint-url", metavar="URL", help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3).")
+
+
+@store.command("ls")
+@click.argument("location", required=False)
+@click.option("--versions", is_flag=True, help="Also list replaced versions kept under .versions/.")
+@_endpoint
+@handle_errors
+def store_ls(location, versions, endpoint_url):
+    """List the artifacts of LOCATION (default: the kit home's store)."""
+    from kit import store as store_mod
+    st = store_mod.open_store(location, endpoint_url=endpoint_url)
+    rows = []
+    for ref in st.refs():
+        if ref.version is not None and not versions:
+            continue
+        m = st.manifest(ref)
+        rows.append([ref.release, ref.model, ref.api, m.get("status"), m.get("model_version"), m.get("param_version"),
+                     ref.version or "current", len(m.get("files", {}))])
+    if not rows:
+        click.echo(f"no artifacts in {st.url}")
+        return
+    click.echo(format_table(["release", "model", "api", "status", "model_v", "param_v", "version", "files"], rows))
+
+
+@store.command("verify")
+@click.argument("location", required=False)
+@_endpoint
+@handle_errors
+def store_verify(location, endpoint_url):
+    """Re-hash every artifact of LOCATION; list corrupt or missing files (exit 1 when any)."""
+    from kit import store as store_mod
+    st = store_mod.open_store(location, endpoint_url=endpoint_url)
+    refs = st.refs()
+    bad = 0
+    with click.progressbar(refs, label=f"verifying {len(refs)} artifacts", file=sys.stderr) as bar:
+        for ref in bar:
+            problems = st.problems(ref)
+            if problems:
+                bad += 1
+                click.secho(f"\nCORRUPT {ref.rel}: {', '.join(problems)}", fg="red")
+    click.echo(f"{len(refs) - bad} of {len(refs)} artifacts verify in {st.url}")
+    sys.exit(1 if bad else 0)
+
+
+def _filters(f):
+    for opt in (click.option("--release", "releases", multiple=True, help="Only these releases (repeatable)."),
+                click.option("--model", "models", multiple=True, help="Only these models (repeatable)."),
+                click.option("--api", "apis", multiple=True, help="Only these APIs (repeatable).")):
+        f = opt(f)
+    return f
+
+
+@store.command("push")
+@click.argument("destination")
+@click.option("--from", "source", metavar="PATH", help="Local store to push (default: the kit home's store).")
+@click.option("--public-read", is_flag=True, help="Make the uploaded objects publicly readable (never by default).")
+@_filters
+@_endpoint
+@handle_errors
+def store_push(destination, source, public_read, releases, models, apis, endpoint_url):
+    """Upload a local store's artifacts to DESTINATION (s3://bucket/prefix), verified first."""
+    from kit import store as store_mod
+    dest = store_mod.open_store(destination, endpoint_url=endpoint_url, public_read=public_read)
+    if not isinstance(dest, store_mod.S3Store):
+        raise UsageError("push needs an s3:// destination")
+    counts = store_mod.push(store_mod.open_store(source), dest, releases=releases, models=models, apis=apis,
+                            on_event=click.echo)
+    click.echo(f"{counts['uploaded']} uploaded, {counts['unchanged']} already there: {dest.url}")
+
+
+@store.command("pull")
+@click.argument("source")
+@click.option("--to", "target", metavar="PATH", help="Local store to fill (default: the kit home's store).")
+@click.option("--versions", is_flag=True, help="Also pull replaced versions.")
+@_filters
+@_endpoint
+@handle_errors
+def store_pull(source, target, versions, releases, models, apis, endpoint_url):
+    """Download SOURCE's (s3://bucket/prefix) artifacts into a local store, each verified before use."""
+    from kit import store as store_mod
+    src = store_mod.open_store(source, endpoint_url=endpoint_url)
+    if not isinstance(src, store_mod.S3Store):
+        raise UsageError("pull needs an s3:// source")
+    counts = store_mod.pull(src, store_mod.open_store(target), releases=releases, models=models, apis=apis,
+                            versions=versions, on_event=click.echo)
+    click.echo(f"{counts['downloaded']} downloaded, {counts['unchanged']} up to date")
+
+
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("lab_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors

@@ -89,6 +89,22 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
     load_allow_list(req.allow_list)
 
 
+def _local_store(req: RunRequest, home: KitHome) -> Path:
+    """The folder the kernels read and write: the store itself, or the local mirror of an S3 store."""
+    from kit import store as store_mod
+    opened = store_mod.open_store(req.store, home=home)
+    if isinstance(opened, store_mod.S3Store):
+        return store_mod.cache_for(opened, home).root
+    return opened.root
+
+
+def _remote(req: RunRequest, home: KitHome):
+    from kit import store as store_mod
+    if req.store and str(req.store).startswith("s3://"):
+        return store_mod.open_store(req.store, home=home)
+    return None
+
+
 def _artifacts_complete(store: Path, release: str, models: list[str], apis: list[str]) -> bool:
     return all((store / release / m / a / "manifest.json").is_file() for m in models for a in apis)
 
@@ -139,7 +155,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
     if run.exists():
         raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
                          hint=f"resume it with --resume {run.id}, or pick another --run-id")
-    store = Path(req.store).expanduser().resolve() if req.store else home.root / "store"
+    store = _local_store(req, home)
     run.lock()
     try:
         steps = plan(req, run, store, home)
@@ -200,10 +216,15 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
             on_event("    " + result.error.strip().splitlines()[-1][:300])
 
     started = time.monotonic()
+    remote = _remote(req, home)
+    models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
+    if remote is not None:
+        from kit import store as store_mod
+        counts = store_mod.pull(remote, store_mod.LocalStore(store), releases=req.save, models=models, apis=apis)
+        on_event(f"pulled {counts['downloaded']} artifact(s) from {remote.url} ({counts['unchanged']} up to date)")
     for kind in ("train", "reload", "summary"):
         todo = [s for s in steps.values() if s.kind == kind and manifest["steps"][s.id]["status"] not in ("ok", "cached")]
         if kind == "train":
-            models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
             for s in list(todo):
                 if not req.retrain and _artifacts_complete(store, s.release, models, apis):
                     record(StepResult(s.id, "cached", 0.0))
@@ -211,6 +232,10 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
         if kind == "summary":
             _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
         executor.run(todo, str(home.root), record, log_dir=str(run.dir / "logs"))
+        if kind == "train" and remote is not None:
+            from kit import store as store_mod
+            counts = store_mod.push(store_mod.LocalStore(store), remote, releases=req.save, models=models, apis=apis)
+            on_event(f"pushed {counts['uploaded']} artifact(s) to {remote.url} ({counts['unchanged']} already there)")
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
     outcome = _write_reports(run, req, manifest)
     manifest.update(finished_at=_now(), exit_code=outcome.exit_code, counts=outcome.counts)

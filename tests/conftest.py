@@ -99,3 +99,33 @@ def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
                       "forward": forward}, home=KitHome(kit_home))
         out[release] = {"dir": out_dir, "records": read_records(out_dir)}
     return out
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 protocol server (moto in server mode) on a loopback port, with fake credentials."""
+    import socket
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "w")
+    moto = Path(sys.executable).parent / "moto_server"
+    proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = __import__("time").monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(endpoint, timeout=2)
+            break
+        except OSError as e:
+            if getattr(e, "code", None):  # an HTTP error is an answer: the server is up
+                break
+            assert proc.poll() is None and __import__("time").monotonic() < deadline, "moto server did not start"
+            __import__("time").sleep(0.2)
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL_S3": endpoint}
+    yield {"endpoint": endpoint, "env": env, "proc": proc}
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()

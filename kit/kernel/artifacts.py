@@ -68,15 +68,51 @@ def staging_dir(final):
     return tmp
 
 
-def commit_dir(tmp, final):
-    """Move a finished artifact folder into place, replacing an older one."""
-    if os.path.exists(final):
-        old = final + ".old-%d" % os.getpid()
-        os.rename(final, old)
+VERSIONS = ".versions"
+
+
+def identity(manifest):
+    """``"<model_version>-<param_version>"``: which code and which weights an artifact holds."""
+    return "%s-%s" % (manifest.get("model_version"), manifest.get("param_version"))
+
+
+def version_dir(store, release, model, api, ident):
+    """Where a replaced artifact version is kept: ``<store>/.versions/<release>/<model>/<api>/<identity>/``."""
+    return os.path.join(store, VERSIONS, release, model, api, ident)
+
+
+def commit_dir(tmp, final, archive=None):
+    """Move a finished artifact folder into place.
+
+    A replaced artifact that holds other weights or code is kept under ``archive``
+    (its identity as the folder name), so older versions stay loadable; one with
+    the same identity is simply replaced.
+    """
+    if not os.path.exists(final):
         os.rename(tmp, final)
-        shutil.rmtree(old)
+        return
+    parent, name = os.path.split(final)
+    old = os.path.join(parent, ".%s.old-%d" % (name, os.getpid()))  # hidden: never listed as an artifact
+    os.rename(final, old)
+    os.rename(tmp, final)
+    keep = None
+    if archive:
+        try:
+            before = read_json(os.path.join(old, MANIFEST))
+            after = read_json(os.path.join(final, MANIFEST))
+        except (IOError, OSError, ValueError):
+            before = after = None
+        if before and before.get("status") == "saved" and identity(before) != identity(after):
+            keep = os.path.join(archive, identity(before))
+    if keep:
+        if os.path.exists(keep):
+            shutil.rmtree(keep)
+        parent = os.path.dirname(keep)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+        os.rename(old, keep)
     else:
-        os.rename(tmp, final)
+        shutil.rmtree(old)
 
 
 def hash_files(folder, names):

@@ -140,7 +140,9 @@ def _save_one(spec, release, api, trained, final, env, log):
         manifest["files"] = artifacts.hash_files(tmp, load_info["files"] + [artifacts.REFERENCE])
         manifest["save_seconds"] = round(time.time() - started, 3)
         artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
-        artifacts.commit_dir(tmp, final)
+        store = os.path.dirname(os.path.dirname(os.path.dirname(final)))
+        archive = os.path.dirname(artifacts.version_dir(store, release, spec.name, api, "x"))
+        artifacts.commit_dir(tmp, final, archive=archive)
     except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)
         err = "%s: %s" % (type(e).__name__, e)

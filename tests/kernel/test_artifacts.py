@@ -72,3 +72,21 @@ def test_commit_replaces_atomically_and_json_is_complete():
             json.load(f)
     finally:
         shutil.rmtree(d)
+
+
+def test_retrained_weights_keep_the_old_version():
+    d = _tmpdir()
+    try:
+        final = artifacts.artifact_dir(d, "1.9.1", "mlp", "export")
+        archive = os.path.dirname(artifacts.version_dir(d, "1.9.1", "mlp", "export", "x"))
+        for pv in ("aaaa", "aaaa", "bbbb"):
+            tmp = artifacts.staging_dir(final)
+            artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST),
+                                        {"status": "saved", "model_version": 1, "param_version": pv})
+            artifacts.commit_dir(tmp, final, archive=archive)
+        assert artifacts.read_json(os.path.join(final, artifacts.MANIFEST))["param_version"] == "bbbb"
+        assert os.listdir(archive) == ["1-aaaa"]  # same identity replaced, the other one kept
+        kept = artifacts.version_dir(d, "1.9.1", "mlp", "export", "1-aaaa")
+        assert artifacts.read_json(os.path.join(kept, artifacts.MANIFEST))["param_version"] == "aaaa"
+    finally:
+        shutil.rmtree(d)

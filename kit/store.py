@@ -1,0 +1,378 @@
+"""The artifact store: a local folder or S3 (``s3://bucket/prefix``), with one layout for both.
+
+Layout, relative to the store root::
+
+    <release>/<model>/<api>/                     the current artifact (what runs reload)
+    .versions/<release>/<model>/<api>/<mv>-<pv>/ replaced versions, still loadable by version
+    index.json                                   every artifact version: identity and file hashes
+
+An artifact is complete only when its ``manifest.json`` is present and every file
+hashes as the manifest says: uploads write the manifest last (and remove an old one
+first), downloads are verified in a staging folder before they are renamed into
+place, so an interrupted transfer never leaves a half artifact that looks complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kit.errors import KitError, UsageError
+from kit.home import KitHome
+from kit.kernel import artifacts
+
+INDEX = "index.json"
+
+
+class StoreError(KitError):
+    """A store could not be read or written (unreachable, refused, tampered)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where one artifact version lives, relative to a store root."""
+
+    release: str
+    model: str
+    api: str
+    version: str | None = None  # None: the current artifact; else "<model_version>-<param_version>"
+
+    @property
+    def rel(self) -> str:
+        if self.version is None:
+            return f"{self.release}/{self.model}/{self.api}"
+        return f"{artifacts.VERSIONS}/{self.release}/{self.model}/{self.api}/{self.version}"
+
+    def label(self) -> str:
+        return self.rel
+
+
+def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
+    refs = []
+    for rel in rel_paths:
+        parts = rel.split("/")
+        if parts[-1] != artifacts.MANIFEST:
+            continue
+        parts = parts[:-1]
+        if len(parts) == 3 and not parts[0].startswith("."):
+            refs.append(Ref(*parts))
+        elif len(parts) == 5 and parts[0] == artifacts.VERSIONS:
+            refs.append(Ref(parts[1], parts[2], parts[3], parts[4]))
+    return sorted(refs, key=lambda r: (r.release, r.model, r.api, r.version or ""))
+
+
+def _check_rel_name(name: str) -> None:
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        raise StoreError(f"refusing a path component {name!r} from a manifest (path traversal)")
+
+
+class LocalStore:
+    """A store folder on this machine."""
+
+    scheme = "file"
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).expanduser().resolve()
+        self.url = str(self.root)
+
+    def refs(self) -> list[Ref]:
+        if not self.root.is_dir():
+            return []
+        rels = (str(p.relative_to(self.root)) for p in self.root.rglob(artifacts.MANIFEST)
+                if not any(part.startswith(".") and part != artifacts.VERSIONS
+                           for part in p.relative_to(self.root).parts))
+        return _refs_from_manifest_paths(rels)
+
+    def path(self, ref: Ref) -> Path:
+        return self.root / ref.rel
+
+    def manifest(self, ref: Ref) -> dict:
+        return json.loads((self.path(ref) / artifacts.MANIFEST).read_text())
+
+    def problems(self, ref: Ref) -> list[str]:
+        """Files of ``ref`` that are missing or do not hash as its manifest says."""
+        try:
+            manifest = self.manifest(ref)
+        except (OSError, ValueError) as e:
+            return [f"manifest.json: {e}"]
+        return artifacts.verify(str(self.path(ref)), manifest)
+
+    def write_index(self) -> dict:
+        index = build_index(self)
+        self.root.mkdir(parents=True, exist_ok=True)
+        artifacts.write_json_atomic(str(self.root / INDEX), index)
+        return index
+
+    def commit(self, ref: Ref, staged: Path) -> None:
+        final = self.path(ref)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        artifacts.commit_dir(str(staged), str(final))
+
+    def staging(self, ref: Ref) -> Path:
+        return Path(artifacts.staging_dir(str(self.path(ref))))
+
+
+class S3Store:
+    """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
+
+    scheme = "s3"
+
+    def __init__(self, url: str, *, endpoint_url: str | None = None, anonymous: bool | None = None,
+                 public_read: bool = False, attempts: int = 3):
+        bucket, _, prefix = url[len("s3://"):].partition("/")
+        if not bucket:
+            raise UsageError(f"not an S3 store URL: {url!r}", hint="use s3://bucket/prefix")
+        self.url, self.bucket, self.prefix = url, bucket, prefix.strip("/")
+        self.public_read = public_read
+        self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        self.client = self._client(anonymous, attempts)
+
+    def _client(self, anonymous, attempts):
+        import boto3
+        from botocore import UNSIGNED
+        from botocore.config import Config
+        session = boto3.session.Session()
+        if anonymous is None:
+            anonymous = session.get_credentials() is None
+        self.anonymous = anonymous
+        config = Config(retries={"max_attempts": attempts, "mode": "standard"}, connect_timeout=3, read_timeout=30,
+                        signature_version=UNSIGNED if anonymous else None)
+        return session.client("s3", endpoint_url=self.endpoint_url, config=config)
+
+    def key(self, rel: str) -> str:
+        return f"{self.prefix}/{rel}" if self.prefix else rel
+
+    def _call(self, what: str, fn, **kwargs):
+        from botocore.exceptions import BotoCoreError, ClientError
+        try:
+            return fn(**kwargs)
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code")
+            raise StoreError(f"S3 {what} refused for {self.url} ({code}): {e}",
+                             hint="check the bucket name, the credentials (none: anonymous), and --public-read") from None
+        except BotoCoreError as e:
+            raise StoreError(f"S3 {what} failed for {self.url} at {self.endpoint_url or 'AWS'}: {e}",
+                             hint="is the endpoint up and reachable? (retried with bounded attempts)") from None
+
+    def refs(self) -> list[Ref]:
+        """Artifacts in the bucket: by listing, or from ``index.json`` when an anonymous reader may not list."""
+        try:
+            return self._listed_refs()
+        except StoreError:
+            if not self.anonymous:
+                raise
+        try:
+            index = json.loads(self.get_bytes(INDEX))
+        except (StoreError, ValueError):
+            raise StoreError(f"{self.url} can neither be listed nor has a readable {INDEX} for anonymous readers",
+                             hint="push with --public-read (it uploads a public index), or use credentials") from None
+        return _refs_from_manifest_paths(f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", []))
+
+    def _listed_refs(self) -> list[Ref]:
+        rels = []
+        token = None
+        while True:
+            kwargs = {"Bucket": self.bucket, "Prefix": (self.prefix + "/") if self.prefix else ""}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call("listing", self.client.list_objects_v2, **kwargs)
+            for obj in page.get("Contents", []):
+                key = obj["Key"]
+                rels.append(key[len(self.prefix) + 1:] if self.prefix else key)
+            if not page.get("IsTruncated"):
+                break
+            token = page["NextContinuationToken"]
+        return _refs_from_manifest_paths(r for r in rels if not r.startswith(".uploads/"))
+
+    def get_bytes(self, rel: str) -> bytes:
+        body = self._call(f"download of {rel}", self.client.get_object, Bucket=self.bucket, Key=self.key(rel))["Body"]
+        return body.read()
+
+    def manifest(self, ref: Ref) -> dict:
+        try:
+            return json.loads(self.get_bytes(f"{ref.rel}/{artifacts.MANIFEST}"))
+        except ValueError as e:
+            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
+
+    def problems(self, ref: Ref) -> list[str]:
+        try:
+            manifest = self.manifest(ref)
+        except StoreError as e:
+            return [f"manifest.json: {e.message}"]
+        bad = []
+        for name, digest in sorted(manifest.get("files", {}).items()):
+            try:
+                data = self.get_bytes(f"{ref.rel}/{name}")
+            except StoreError:
+                bad.append(name)
+                continue
+            if hashlib.sha256(data).hexdigest() != digest:
+                bad.append(name)
+        return bad
+
+    def _put(self, rel: str, body: bytes) -> None:
+        extra = {"ACL": "public-read"} if self.public_read else {}
+        self._call(f"upload of {rel}", self.client.put_object, Bucket=self.bucket, Key=self.key(rel), Body=body,
+                   **extra)
+
+    def upload(self, ref: Ref, folder: Path) -> None:
+        """Upload one artifact: files to temporary keys, then into place, manifest last."""
+        manifest = json.loads((folder / artifacts.MANIFEST).read_text())
+        names = sorted(manifest.get("files", {}))
+        for name in names:
+            _check_rel_name(name)
+        staging = f".uploads/{uuid.uuid4().hex}"
+        for name in names + [artifacts.MANIFEST]:
+            self._put(f"{staging}/{name}", (folder / name).read_bytes())
+        # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
+        self._call("delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}"))
+        extra = {"ACL": "public-read"} if self.public_read else {}
+        for name in names + [artifacts.MANIFEST]:
+            self._call(f"commit of {ref.rel}/{name}", self.client.copy_object, Bucket=self.bucket,
+                       Key=self.key(f"{ref.rel}/{name}"),
+                       CopySource={"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")}, **extra)
+        for name in names + [artifacts.MANIFEST]:
+            self._call("cleanup", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{staging}/{name}"))
+
+    def download(self, ref: Ref, dest: LocalStore) -> None:
+        """Download one artifact into ``dest``, verified before it is renamed into place."""
+        manifest_bytes = self.get_bytes(f"{ref.rel}/{artifacts.MANIFEST}")
+        try:
+            manifest = json.loads(manifest_bytes)
+        except ValueError as e:
+            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
+        staged = dest.staging(ref)
+        try:
+            bad = []
+            for name, digest in sorted(manifest.get("files", {}).items()):
+                _check_rel_name(name)
+                data = self.get_bytes(f"{ref.rel}/{name}")
+                if hashlib.sha256(data).hexdigest() != digest:
+                    bad.append(name)
+                (staged / name).write_bytes(data)
+            if bad:
+                raise StoreError(f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
+                                 hint="the object was changed after upload; nothing was written locally")
+            (staged / artifacts.MANIFEST).write_bytes(manifest_bytes)
+            dest.commit(ref, staged)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+
+    def write_index(self, index: dict) -> None:
+        self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())
+
+
+def build_index(store) -> dict:
+    """Identity and file hashes of every artifact version in ``store``."""
+    entries = []
+    for ref in store.refs():
+        m = store.manifest(ref)
+        entries.append({"release": ref.release, "model": ref.model, "api": ref.api, "path": ref.rel,
+                        "current": ref.version is None, "status": m.get("status"),
+                        "model_version": m.get("model_version"), "param_version": m.get("param_version"),
+                        "files": m.get("files", {})})
+    return {"schema": 1, "artifacts": entries}
+
+
+def open_store(location: str | os.PathLike | None, *, home: KitHome | None = None, endpoint_url: str | None = None,
+               anonymous: bool | None = None, public_read: bool = False):
+    """A store by location: ``s3://bucket/prefix``, a folder, or (None) the kit home's ``store/``."""
+    if location is None:
+        return LocalStore((home or KitHome()).root / "store")
+    text = str(location)
+    if text.startswith("s3://"):
+        return S3Store(text, endpoint_url=endpoint_url, anonymous=anonymous, public_read=public_read)
+    if "://" in text:
+        raise UsageError(f"unsupported store {text!r}", hint="use a folder or s3://bucket/prefix")
+    return LocalStore(text)
+
+
+def cache_for(s3: S3Store, home: KitHome | None = None) -> LocalStore:
+    """The local folder that mirrors an S3 store for runs on this machine."""
+    return LocalStore((home or KitHome()).root / "s3cache" / s3.bucket / (s3.prefix or "_root"))
+
+
+def _select(refs: list[Ref], releases=None, models=None, apis=None, versions=False) -> list[Ref]:
+    return [r for r in refs if (versions or r.version is None) and (not releases or r.release in releases)
+            and (not models or r.model in models) and (not apis or r.api in apis)]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.get("files") == b.get("files") and a.get("status") == b.get("status")
+
+
+def push(src: LocalStore, dest: S3Store, *, releases=None, models=None, apis=None, versions=True,
+         on_event: Callable[[str], None] = lambda m: None) -> dict:
+    """Upload artifacts of ``src`` that ``dest`` lacks or holds differently; then its index. Verified first."""
+    counts = {"uploaded": 0, "unchanged": 0}
+    remote = {r: None for r in dest.refs()}
+    for ref in _select(src.refs(), releases, models, apis, versions):
+        bad = src.problems(ref)
+        if bad:
+            raise StoreError(f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
+                             hint="run `mxcompat store verify` and retrain or remove it")
+        local = src.manifest(ref)
+        if ref in remote and _same(dest.manifest(ref), local):
+            counts["unchanged"] += 1
+            continue
+        dest.upload(ref, src.path(ref))
+        counts["uploaded"] += 1
+        on_event(f"pushed {ref.rel}")
+    dest.write_index(build_index(dest))
+    return counts
+
+
+def pull(src: S3Store, dest: LocalStore, *, releases=None, models=None, apis=None, versions=False,
+         on_event: Callable[[str], None] = lambda m: None) -> dict:
+    """Download artifacts of ``src`` that ``dest`` lacks or holds differently, each verified before use."""
+    counts = {"downloaded": 0, "unchanged": 0}
+    local = set(dest.refs())
+    for ref in _select(src.refs(), releases, models, apis, versions):
+        if ref in local and not dest.problems(ref) and _same(dest.manifest(ref), src.manifest(ref)):
+            counts["unchanged"] += 1
+            continue
+        src.download(ref, dest)
+        counts["downloaded"] += 1
+        on_event(f"pulled {ref.rel}")
+    dest.write_index()
+    return counts
+
+
+@dataclass
+class Artifact:
+    path: Path
+    manifest: dict
+
+
+def load(model: str, api: str, *, mxnet_version: str, model_version: int | None = None,
+         param_version: str | None = None, store: str | None = None, home: KitHome | None = None) -> Artifact:
+    """An artifact by identity, hashes verified before anything is returned.
+
+    Without versions: the current artifact. With them: the current one if it matches,
+    else the kept version. An S3 store is pulled into the local cache first.
+    """
+    opened = open_store(store, home=home)
+    local = opened
+    if isinstance(opened, S3Store):
+        local = cache_for(opened, home)
+        pull(opened, local, releases=[mxnet_version], models=[model], apis=[api], versions=True)
+    candidates = [r for r in local.refs() if (r.release, r.model, r.api) == (mxnet_version, model, api)]
+    for ref in sorted(candidates, key=lambda r: r.version is not None):
+        m = local.manifest(ref)
+        if model_version is not None and m.get("model_version") != model_version:
+            continue
+        if param_version is not None and m.get("param_version") != param_version:
+            continue
+        bad = local.problems(ref)
+        if bad:
+            raise StoreError(f"artifact {local.url}/{ref.rel} does not verify: {', '.join(bad)}")
+        return Artifact(local.path(ref), m)
+    have = [f"{local.manifest(r).get('model_version')}-{local.manifest(r).get('param_version')}" for r in candidates]
+    raise StoreError(f"no artifact {mxnet_version}/{model}/{api} with model_version={model_version}, "
+                     f"param_version={param_version} in {opened.url}",
+                     hint="versions there: " + (", ".join(have) or "none"))

@@ -1,0 +1,182 @@
+"""The artifact store against a real S3 protocol server (moto in server mode on loopback)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import boto3
+import pytest
+
+from conftest import NEWEST, OLDEST, read_records, run_cli
+from kit import store as store_mod
+from kit.home import KitHome
+from kit.notebooks import NOTEBOOKS, run_notebook
+
+
+@pytest.fixture
+def s3env(s3_server, monkeypatch):
+    for k, v in s3_server["env"].items():
+        monkeypatch.setenv(k, v)
+    return s3_server
+
+
+def make_bucket(name: str) -> str:
+    boto3.client("s3").create_bucket(Bucket=name)
+    return name
+
+
+def local_snapshot(st: store_mod.LocalStore) -> dict:
+    return {r.rel: st.manifest(r)["files"] for r in st.refs()}
+
+
+@pytest.mark.envs
+def test_push_pull_round_trip(trained_store, s3env, tmp_path):
+    src = store_mod.LocalStore(trained_store["_store"])
+    bucket = make_bucket("kit-roundtrip")
+    remote = store_mod.open_store(f"s3://{bucket}/baselines")
+    counts = store_mod.push(src, remote)
+    assert counts == {"uploaded": 56, "unchanged": 0}
+    assert store_mod.push(src, remote) == {"uploaded": 0, "unchanged": 56}  # nothing moves twice
+    dest = store_mod.LocalStore(tmp_path / "pulled")
+    assert store_mod.pull(remote, dest)["downloaded"] == 56
+    assert local_snapshot(dest) == local_snapshot(src)
+    assert all(not dest.problems(r) for r in dest.refs())
+    index = json.loads(boto3.client("s3").get_object(Bucket=bucket, Key="baselines/index.json")["Body"].read())
+    assert len(index["artifacts"]) == 56 and {"model_version", "param_version", "files"} <= set(index["artifacts"][0])
+    listing = run_cli("store", "ls", f"s3://{bucket}/baselines", home=tmp_path, env=dict(os.environ), check=True)
+    assert "1.0.0.post4" in listing.stdout and "module_checkpoint" in listing.stdout
+    verify = run_cli("store", "verify", f"s3://{bucket}/baselines", home=tmp_path, env=dict(os.environ))
+    assert verify.returncode == 0 and "56 of 56 artifacts verify" in verify.stdout
+
+
+@pytest.mark.envs
+def test_anonymous_read_of_a_public_read_push(trained_store, s3env, tmp_path, monkeypatch):
+    bucket = make_bucket("kit-public")
+    src = store_mod.LocalStore(trained_store["_store"])
+    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/pub", public_read=True), releases=[OLDEST],
+                   models=["mlp"])
+    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/private"), releases=[OLDEST], models=["mlp"])
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    anon = store_mod.open_store(f"s3://{bucket}/pub")
+    assert anon.anonymous
+    dest = store_mod.LocalStore(tmp_path / "anon")
+    assert store_mod.pull(anon, dest)["downloaded"] == 4
+    assert not any(dest.problems(r) for r in dest.refs())
+    with pytest.raises(store_mod.StoreError):  # private objects stay private
+        store_mod.pull(store_mod.open_store(f"s3://{bucket}/private"), store_mod.LocalStore(tmp_path / "no"))
+
+
+@pytest.mark.envs
+def test_tampered_object_is_refused_and_nothing_is_written(trained_store, s3env, tmp_path):
+    bucket = make_bucket("kit-tamper")
+    remote = store_mod.open_store(f"s3://{bucket}/b")
+    store_mod.push(store_mod.LocalStore(trained_store["_store"]), remote, releases=[OLDEST], models=["lenet"],
+                   apis=["export"])
+    boto3.client("s3").put_object(Bucket=bucket, Key=f"b/{OLDEST}/lenet/export/model-0000.params", Body=b"evil")
+    dest = store_mod.LocalStore(tmp_path / "local")
+    with pytest.raises(store_mod.StoreError, match="sha256 mismatch in model-0000.params"):
+        store_mod.pull(remote, dest)
+    assert dest.refs() == []
+    assert not [p for p in (tmp_path / "local").rglob("*") if p.is_file()]
+    assert remote.problems(store_mod.Ref(OLDEST, "lenet", "export")) == ["model-0000.params"]
+    verify = run_cli("store", "verify", f"s3://{bucket}/b", home=tmp_path, env=dict(os.environ))
+    assert verify.returncode == 1 and "CORRUPT" in verify.stdout
+
+
+@pytest.mark.envs
+def test_interrupted_upload_never_looks_complete(trained_store, s3env, monkeypatch):
+    bucket = make_bucket("kit-interrupt")
+    remote = store_mod.open_store(f"s3://{bucket}/b")
+    src = store_mod.LocalStore(trained_store["_store"])
+    ref = store_mod.Ref(NEWEST, "mlp", "export")
+    real_call = remote._call
+    calls = {"n": 0}
+
+    def failing(what, fn, **kwargs):
+        calls["n"] += 1
+        if what.startswith("commit") and calls["n"] > 5:
+            raise store_mod.StoreError("connection lost (simulated)")
+        return real_call(what, fn, **kwargs)
+    monkeypatch.setattr(remote, "_call", failing)
+    with pytest.raises(store_mod.StoreError, match="simulated"):
+        remote.upload(ref, src.path(ref))
+    monkeypatch.setattr(remote, "_call", real_call)
+    assert ref not in remote.refs()  # files may be there, but without a manifest it is not an artifact
+    remote.upload(ref, src.path(ref))
+    assert ref in remote.refs() and remote.problems(ref) == []
+
+
+def test_server_down_is_a_clear_error_after_bounded_retries(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    remote = store_mod.S3Store("s3://kit-down/b", endpoint_url=f"http://127.0.0.1:{port}", attempts=2)
+    dest = store_mod.LocalStore(tmp_path / "local")
+    started = time.monotonic()
+    with pytest.raises(store_mod.StoreError) as e:
+        store_mod.pull(remote, dest)
+    assert time.monotonic() - started < 30
+    assert "failed for s3://kit-down/b" in str(e.value) and f"127.0.0.1:{port}" in str(e.value)
+    assert not (tmp_path / "local").exists() or not any((tmp_path / "local").rglob("*"))
+    proc = run_cli("store", "pull", "s3://kit-down/b", "--to", str(tmp_path / "cli"), "--endpoint-url",
+                   f"http://127.0.0.1:{port}", home=tmp_path)
+    assert proc.returncode == 3 and "is the endpoint up" in proc.stderr
+
+
+@pytest.mark.envs
+def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
+    import shutil
+    store = tmp_path / "store"
+    shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
+    first = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    old_pv = first.manifest["param_version"]
+    run_notebook(NOTEBOOKS / "train.ipynb", tmp_path / "retrain.ipynb", f"mxnet-{NEWEST}",
+                 {"mxnet_version": NEWEST, "out_dir": str(store), "models": ["mlp"], "apis": ["export"], "seed": 7,
+                  "overwrite": True}, home=KitHome(kit_home))
+    current = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    assert current.manifest["param_version"] != old_pv and current.path == store / NEWEST / "mlp" / "export"
+    kept = store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+    assert kept.path == store / ".versions" / NEWEST / "mlp" / "export" / f"1-{old_pv}"
+    assert kept.manifest["files"] == first.manifest["files"]
+    (kept.path / "model-0000.params").write_bytes(b"tampered")
+    with pytest.raises(store_mod.StoreError, match="does not verify"):
+        store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+    with pytest.raises(store_mod.StoreError, match="versions there"):
+        store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version="0" * 16, store=str(store))
+    listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
+    assert f"1-{old_pv}" in listing
+
+
+@pytest.mark.envs
+def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(
+        built_envs, kit_home, s3env, tmp_path):
+    bucket = make_bucket("kit-runs")
+    url = f"s3://{bucket}/matrix"
+    env = dict(os.environ)
+    runs = tmp_path / "runs"
+    args = ("run", "--runs-dir", str(runs), "--save", f"{OLDEST},{NEWEST}", "--models", "mlp,lenet,e2e",
+            "--store", url)
+    first = run_cli(*args, "--run-id", "pusher", home=kit_home, env=env, timeout=900)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "pushed 24 artifact(s)" in first.stdout
+    cache = store_mod.cache_for(store_mod.open_store(url), KitHome(kit_home)).root
+    import shutil
+    shutil.rmtree(cache)
+    second = run_cli(*args, "--run-id", "puller", home=kit_home, env=env, timeout=900)
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert "pulled 24 artifact(s)" in second.stdout and f"train:{OLDEST}: cached" in second.stdout
+    a, b = read_records(runs / "pusher"), read_records(runs / "puller")
+    assert {k: r["verdict"] for k, r in a.items()} == {k: r["verdict"] for k, r in b.items()}
+    assert len(a) == 36
+    manifest = json.loads((runs / "puller" / "run.json").read_text())
+    assert manifest["request"]["store"] == url
+    text = "".join(p.read_text() for p in (runs / "puller").rglob("*.ipynb"))
+    assert "testing" not in text  # credentials never reach the executed notebooks
