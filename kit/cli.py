@@ -6,6 +6,7 @@ or an environment itself broke.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 
@@ -236,6 +237,69 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
         if (outcome.run_dir / name).exists():
             click.echo(f"  {name}: {outcome.run_dir / name}")
     sys.exit(outcome.exit_code)
+
+
+@main.command("investigate")
+@click.argument("run_id")
+@click.option("--cell", required=True, metavar="MODEL/API/SAVED/LOADED", help="The matrix cell to investigate.")
+@click.option("--recompute", is_flag=True,
+              help="Compute the saving release's internals now, in its environment, instead of the recorded ones.")
+@click.option("--runs-dir", metavar="PATH", help="Where run folders are (default: runs/).")
+@handle_errors
+def investigate_cmd(run_id, cell, recompute, runs_dir):
+    """Where in the model a cell's difference starts: investigate.ipynb on the loading release's kernel."""
+    from kit.cells import Cell
+    from kit.investigate import investigate_cell
+    out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
+    result = json.loads(out["json"].read_text())
+    first = result["first_divergence"]
+    if first:
+        click.echo(f"first node past tolerance: #{first['index']} {first['node']} (op {first['op']}, "
+                   f"max abs {first.get('max_abs')})")
+    else:
+        click.echo(f"no node past tolerance ({len(result['rows'])} nodes)")
+    if result["parameters"] is None:
+        click.echo("the artifact records no table of its saved parameters")
+    else:
+        changed = [p for p in result["parameters"] if p["status"] != "same"]
+        click.echo(f"{len(changed)} parameter(s) not loaded as saved" + (": " + ", ".join(
+            f"{p['name']} ({p['status']})" for p in changed) if changed else ""))
+    click.echo(f"notebook: {out['notebook']}")
+
+
+@main.command("bisect")
+@click.option("--model", required=True)
+@click.option("--api", required=True)
+@click.option("--good", required=True, metavar="V1", help="A release where the cell is good.")
+@click.option("--bad", required=True, metavar="V2", help="A release where it is bad.")
+@click.option("--saved-with", metavar="V", help="The release whose artifact is reloaded (default: --good).")
+@click.option("--store", metavar="PATH", help="Artifact store (default: the kit home's store/).")
+@click.option("--run-id", metavar="ID")
+@click.option("--runs-dir", metavar="PATH")
+@click.option("--allow-fallback", is_flag=True, help="Create missing environments with the host-Python fallback.")
+@handle_errors
+def bisect_cmd(model, api, good, bad, saved_with, store, run_id, runs_dir, allow_fallback):
+    """Name the first release between --good and --bad where the verdict changes (ceil(log2 n)+1 reloads at most)."""
+    from kit.bisect import bisect
+    result = bisect(model, api, good, bad, saved_with=saved_with, store=store, run_id=run_id, runs_root=runs_dir,
+                    allow_fallback=allow_fallback, on_event=click.echo)
+    click.echo(f"first release with the changed verdict: {result.first_changed} "
+               f"(last unchanged: {result.last_unchanged}); {result.reloads} reloads over {len(result.releases)} releases")
+    click.echo(f"run folder: {result.run_dir}")
+
+
+@main.command("bundle")
+@click.argument("run_id")
+@click.option("--cell", required=True, metavar="MODEL/API/SAVED/LOADED")
+@click.option("--out", metavar="PATH", help="Zip to write (default: runs/<run-id>/bundles/<cell>.zip).")
+@click.option("--runs-dir", metavar="PATH")
+@handle_errors
+def bundle_cmd(run_id, cell, out, runs_dir):
+    """Zip one cell's evidence for a bug report: notebooks, HTML, record, manifests, a Markdown summary."""
+    from kit.bundle import make_bundle
+    from kit.cells import Cell
+    path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
+    click.echo(str(path))
 
 
 @main.group()

@@ -50,6 +50,24 @@ class Adapter(object):
         """A :class:`Predictor` for the artifact in ``folder``, loaded in ``release``."""
         raise NotImplementedError
 
+    def load_graph(self, spec, release, folder, manifest):
+        """``(symbol, arg_params, aux_params)`` as ``release`` loads the artifact through this API.
+
+        Raises :class:`GraphUnavailable` for a model that has no symbol graph in ``release``.
+        """
+        raise NotImplementedError
+
+
+class GraphUnavailable(Exception):
+    """The model cannot be traced to a symbol graph in this release (e.g. an imperative LSTM before 1.3)."""
+
+
+def split_params(sym, params):
+    """``(arg_params, aux_params)``: ``params`` (name -> NDArray) split the way ``sym`` uses them."""
+    args, auxs = set(sym.list_arguments()), set(sym.list_auxiliary_states())
+    return (dict((k, v) for k, v in params.items() if k in args),
+            dict((k, v) for k, v in params.items() if k in auxs))
+
 
 class ExportAdapter(Adapter):
     """``HybridBlock.export`` to ``SymbolBlock.imports`` (1.0/1.1: SymbolBlock(sym.load) + params)."""
@@ -67,7 +85,7 @@ class ExportAdapter(Adapter):
         return {"files": [PREFIX + "-symbol.json", PREFIX + "-0000.params"],
                 "symbol_file": PREFIX + "-symbol.json", "param_file": PREFIX + "-0000.params"}
 
-    def load(self, spec, release, folder, manifest):
+    def _import(self, release, folder, manifest):
         names = [i["name"] for i in manifest["inputs"]]
         sym_file = os.path.join(folder, manifest["load"]["symbol_file"])
         param_file = os.path.join(folder, manifest["load"]["param_file"])
@@ -78,7 +96,17 @@ class ExportAdapter(Adapter):
         else:
             block = gluon.SymbolBlock(mx.sym.load(sym_file), [mx.sym.var(n) for n in names])
             _load_stripped(block.collect_params(), param_file)
+        return block, names, sym_file
+
+    def load(self, spec, release, folder, manifest):
+        block, names, _ = self._import(release, folder, manifest)
         return _block_predictor(block, names)
+
+    def load_graph(self, spec, release, folder, manifest):
+        block, _, sym_file = self._import(release, folder, manifest)
+        sym = mx.sym.load(sym_file)
+        arg, aux = split_params(sym, dict((n, p.data()) for n, p in block.collect_params().items()))
+        return sym, arg, aux
 
 
 def _load_stripped(params, param_file):
@@ -110,12 +138,25 @@ class _ParamsAdapter(Adapter):
         getattr(trained.net, self.save_method)(os.path.join(folder, PREFIX + ".params"))
         return {"files": [PREFIX + ".params"], "param_file": PREFIX + ".params"}
 
-    def load(self, spec, release, folder, manifest):
+    def _net(self, spec, release, folder, manifest):
         net = spec.build(release, manifest.get("variant") or None)  # as the saving release built it
         getattr(net, self.load_method)(os.path.join(folder, manifest["load"]["param_file"]), ctx=mx.cpu())
+        return net
+
+    def load(self, spec, release, folder, manifest):
+        net = self._net(spec, release, folder, manifest)
         if isinstance(net, gluon.HybridBlock):
             net.hybridize()
         return _block_predictor(net, [i["name"] for i in manifest["inputs"]])
+
+    def load_graph(self, spec, release, folder, manifest):
+        net = self._net(spec, release, folder, manifest)
+        if not isinstance(net, gluon.HybridBlock):
+            raise GraphUnavailable("%s is not a HybridBlock in MXNet %s: no symbol graph to compare layer by layer"
+                                   % (spec.name, release))
+        sym = net(*[mx.sym.var(i["name"]) for i in manifest["inputs"]])
+        arg, aux = split_params(sym, dict((n, p.data()) for n, p in net.collect_params().items()))
+        return sym, arg, aux
 
 
 class SaveParametersAdapter(_ParamsAdapter):
@@ -156,6 +197,10 @@ class ModuleCheckpointAdapter(Adapter):
         def predict(inputs):
             return module_predict(sym, arg_params, aux_params, names, label_names, inputs)
         return Predictor(predict)
+
+    def load_graph(self, spec, release, folder, manifest):
+        info = manifest["load"]
+        return mx.model.load_checkpoint(os.path.join(folder, info["prefix"]), info["epoch"])
 
 
 ADAPTERS = dict((a.name, a) for a in (ExportAdapter(), SaveParametersAdapter(), SaveParamsAdapter(),

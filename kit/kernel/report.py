@@ -9,7 +9,8 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
             "#bcbd22", "#17becf")
 _STATUS_COLOURS = {"saved": "#d8f0d8", "exists": "#e8e8e8", "unsupported": "#fff3cd", "failed": "#f8d0d0",
                    "identical": "#c8ecc8", "close": "#e0f4e0", "drift": "#ffe0b0", "mismatch": "#f8c0c0",
-                   "load-error": "#f0a8a8", "infer-error": "#f0a8a8", "corrupt": "#d8a0d8"}
+                   "load-error": "#f0a8a8", "infer-error": "#f0a8a8", "corrupt": "#d8a0d8",
+                   "past tolerance": "#f8c0c0", "shape changed": "#f0a8a8"}
 
 
 def html_table(rows, columns, colour_by=None):
@@ -31,10 +32,16 @@ def html_table(rows, columns, colour_by=None):
     return "".join(out)
 
 
-def svg_lines(series, title="", xlabel="", ylabel="", width=640, height=320):
-    """An SVG line plot of ``series`` (name -> list of y values, x = index), with a legend."""
+def svg_lines(series, title="", xlabel="", ylabel="", width=640, height=320, ylog=False):
+    """An SVG line plot of ``series`` (name -> list of y values, x = index), with a legend.
+
+    With ``ylog`` the y axis is log10 (values must be positive) and ticks read 1e-6 etc.
+    """
+    import math
     left, right, top, bottom = 56, 140, 28, 40
     pw, ph = width - left - right, height - top - bottom
+    if ylog:
+        series = dict((k, [math.log10(v) for v in ys]) for k, ys in series.items())
     values = [v for ys in series.values() for v in ys]
     if not values:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="40"><text x="4" y="20">%s: no data' \
@@ -57,7 +64,8 @@ def svg_lines(series, title="", xlabel="", ylabel="", width=640, height=320):
                                                                              escape(ylabel))]
     for frac in (0.0, 0.5, 1.0):
         v = lo + (hi - lo) * frac
-        parts.append('<text x="%d" y="%.1f" text-anchor="end">%.3g</text>' % (left - 4, sy(v) + 4, v))
+        label = ("1e%+.1f" % v) if ylog else ("%.3g" % v)
+        parts.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 4, sy(v) + 4, label))
     parts.append('<text x="%d" y="%d">0</text><text x="%d" y="%d" text-anchor="end">%d</text>' % (
         left, top + ph + 14, left + pw, top + ph + 14, longest - 1))
     for k, (name, ys) in enumerate(sorted(series.items())):

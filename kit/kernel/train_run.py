@@ -1,4 +1,5 @@
 """What train.ipynb runs: train each zoo model, save it with every API, record references and manifests."""
+import hashlib
 import os
 import platform
 import shutil
@@ -10,7 +11,7 @@ import mxnet as mx
 import numpy as np
 
 from kit.errors import KitError
-from kit.kernel import adapters, artifacts, cases, zoo
+from kit.kernel import adapters, artifacts, cases, internals, zoo
 from kit.kernel.capabilities import APIS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
@@ -130,6 +131,8 @@ def _save_one(spec, release, api, trained, final, env, log):
         predictor = adapter.load(spec, release, tmp, manifest)
         outputs = dict((c, predictor(inputs)) for c, inputs in ref_cases.items())
         artifacts.save_reference(os.path.join(tmp, artifacts.REFERENCE), ref_cases, outputs, memory)
+        manifest["internals"] = internals.record(adapter, spec, release, tmp, manifest, ref_cases["batch"])
+        manifest["parameters"] = _param_table(trained.param_arrays())
         manifest["reference"] = {
             "file": artifacts.REFERENCE,
             "cases": dict((c, {"note": cases.CASE_NOTES[c],
@@ -137,7 +140,8 @@ def _save_one(spec, release, api, trained, final, env, log):
                           for c in ref_cases),
             "roundtrip_max_abs_error": _max_abs(outputs, memory),
         }
-        manifest["files"] = artifacts.hash_files(tmp, load_info["files"] + [artifacts.REFERENCE])
+        extra = [internals.INTERNALS] if "file" in manifest["internals"] else []
+        manifest["files"] = artifacts.hash_files(tmp, load_info["files"] + [artifacts.REFERENCE] + extra)
         manifest["save_seconds"] = round(time.time() - started, 3)
         artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
         store = os.path.dirname(os.path.dirname(os.path.dirname(final)))
@@ -159,6 +163,23 @@ def _variant(spec, release):
     if spec.name == "lstm":
         return {"hybrid": spec.has_graph(release)[0]}
     return {}
+
+
+def _param_table(arrays):
+    """What was saved, per parameter: shape, dtype, a content hash and summary statistics.
+
+    Lets a later release tell a renamed, reshaped or silently re-initialized parameter
+    from the one that was trained, without the saving release's loader.
+    """
+    table = {}
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        f = a.astype(np.float64)
+        table[name] = {"shape": list(a.shape), "dtype": str(a.dtype),
+                       "sha256": hashlib.sha256(a.tobytes()).hexdigest()[:16],
+                       "mean": float(f.mean()) if f.size else 0.0, "std": float(f.std()) if f.size else 0.0,
+                       "absmax": float(np.abs(f).max()) if f.size else 0.0}
+    return table
 
 
 def _max_abs(a, b):

@@ -1,0 +1,39 @@
+"""A matrix cell: MODEL/API/SAVED/LOADED, as users write it and as files name it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kit.errors import UsageError
+from kit.kernel.capabilities import APIS, MODEL_NAMES
+
+
+@dataclass(frozen=True)
+class Cell:
+    model: str
+    api: str
+    saved: str
+    loaded: str
+
+    @classmethod
+    def parse(cls, text: str) -> Cell:
+        parts = (text or "").strip().split("/")
+        if len(parts) != 4 or not all(parts):
+            raise UsageError(f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}",
+                             hint="e.g. lenet/export/1.0.0.post4/1.9.1")
+        cell = cls(*parts)
+        if cell.model not in MODEL_NAMES:
+            raise UsageError(f"unknown model {cell.model!r}", hint="known: " + ", ".join(MODEL_NAMES))
+        if cell.api not in APIS:
+            raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS))
+        for release in (cell.saved, cell.loaded):
+            if "/" in release or release.startswith(".") or ".." in release:
+                raise UsageError(f"invalid release name {release!r} in --cell")
+        return cell
+
+    def __str__(self) -> str:
+        return f"{self.model}/{self.api}/{self.saved}/{self.loaded}"
+
+    @property
+    def slug(self) -> str:
+        """A file name for the cell (the record file's stem)."""
+        return f"{self.saved}__{self.model}__{self.api}__{self.loaded}"

@@ -1,0 +1,127 @@
+"""Every internal node of a model's graph, evaluated: where in a model a difference starts.
+
+``evaluate`` binds a symbol's internals (every non-variable output, in topological
+order) and runs them on given inputs. ``record`` stores them for an artifact at
+train time, on the first samples of the reference batch, so a later release's
+nodes can be compared with what the saving release computed.
+"""
+import json
+import os
+import re
+from collections import OrderedDict
+
+import numpy as np
+import mxnet as mx
+
+INTERNALS = "internals.npz"
+SAMPLES = 2
+_OUTPUT_SUFFIX = re.compile(r"_output\d*$")
+
+
+def node_table(sym):
+    """node name -> {"op", "attrs"} from the symbol's JSON (attribute key differs across releases)."""
+    nodes = json.loads(sym.tojson())["nodes"]
+    out = {}
+    for n in nodes:
+        attrs = n.get("attrs") or n.get("attr") or n.get("param") or {}
+        out[n["name"]] = {"op": n["op"], "attrs": dict(attrs)}
+    return out
+
+
+def node_of(output_name):
+    return _OUTPUT_SUFFIX.sub("", output_name)
+
+
+def evaluate(sym, arg_params, aux_params, inputs):
+    """OrderedDict output name -> numpy array for every operator output of ``sym`` on ``inputs``."""
+    internals = sym.get_internals()
+    variables = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
+    names = [n for n in internals.list_outputs() if n not in variables]
+    group = mx.sym.Group([internals[n] for n in names])
+    args = dict((k, v.as_in_context(mx.cpu())) for k, v in arg_params.items())
+    for name, value in inputs.items():
+        args[name] = mx.nd.array(value, dtype=value.dtype)
+    batch = list(inputs.values())[0].shape[0] if list(inputs.values())[0].ndim else 1
+    for name in group.list_arguments():
+        if name not in args and name.endswith("_label"):  # a loss head's label: unused in inference
+            args[name] = mx.nd.zeros((batch,))
+    missing = [a for a in group.list_arguments() if a not in args]
+    if missing:
+        raise KeyError("no value for graph arguments: %s" % ", ".join(missing))
+    args = dict((a, args[a]) for a in group.list_arguments())
+    aux = dict((a, aux_params[a].as_in_context(mx.cpu())) for a in group.list_auxiliary_states())
+    # node by node, unfused: MXNet 1.7+ would fuse conv+BN+relu into MKLDNN subgraphs (hiding the nodes),
+    # and their partitioner rejects a group of internals
+    saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
+    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    try:
+        exe = group.bind(mx.cpu(), args=args, aux_states=aux, grad_req="null")
+        outputs = exe.forward(is_train=False)
+        return OrderedDict((n, o.asnumpy()) for n, o in zip(names, outputs))
+    finally:
+        if saved is None:
+            del os.environ["MXNET_SUBGRAPH_BACKEND"]
+        else:
+            os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
+
+
+def first_samples(inputs, single=False):
+    """The first :data:`SAMPLES` samples of each input (one image when the model takes one per call)."""
+    return dict((k, v if single else v[:SAMPLES]) for k, v in inputs.items())
+
+
+def save(path, inputs, nodes):
+    arrays = dict(("input.%s" % k, v) for k, v in inputs.items())
+    arrays.update(("node.%s" % k, v) for k, v in nodes.items())
+    arrays["order"] = np.array(list(nodes), dtype="U")
+    np.savez(path, **arrays)
+
+
+def load(path):
+    """``(inputs, nodes)`` from an internals file; never unpickles."""
+    with np.load(path, allow_pickle=False) as z:
+        order = [str(n) for n in z["order"]]
+        inputs = dict((k[len("input."):], z[k]) for k in z.files if k.startswith("input."))
+        nodes = OrderedDict((n, z["node." + n]) for n in order)
+    return inputs, nodes
+
+
+def record(adapter, spec, release, folder, manifest, batch_inputs):
+    """Evaluate and store the internals of the artifact in ``folder`` as ``release`` loads it.
+
+    Returns the manifest entry: ``{"file", "nodes", "samples"}`` or ``{"unavailable": reason}``.
+    """
+    from kit.kernel.adapters import GraphUnavailable
+    single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
+    inputs = first_samples(batch_inputs, single)
+    try:
+        sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
+        nodes = evaluate(sym, arg, aux, inputs)
+    except GraphUnavailable as e:
+        return {"unavailable": str(e)}
+    save(os.path.join(folder, INTERNALS), inputs, nodes)
+    return {"file": INTERNALS, "nodes": len(nodes), "samples": 1 if single else SAMPLES}
+
+
+def main(argv=None):
+    """``python -m kit.kernel.internals ARTIFACT_DIR OUT.npz RELEASE``: compute internals on demand.
+
+    Run in the saving release's environment for an artifact whose internals were not
+    recorded at train time (an older artifact, or a checkpoint the kit did not train).
+    """
+    import sys
+    from kit.kernel import adapters, artifacts, cases, zoo
+    folder, out, release = (argv or sys.argv[1:])[:3]
+    manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
+    ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
+    spec, adapter = zoo.get(manifest["model"]), adapters.get(manifest["api"])
+    single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
+    inputs = first_samples(ref["batch"]["input"], single)
+    sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
+    save(out, inputs, evaluate(sym, arg, aux, inputs))
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

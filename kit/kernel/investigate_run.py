@@ -1,0 +1,141 @@
+"""What investigate.ipynb runs: where in a model a difference between two releases starts."""
+import hashlib
+import os
+
+import numpy as np
+
+from kit.errors import KitError
+from kit.kernel import adapters, artifacts, internals, metrics, tolerance, zoo
+from kit.kernel.train_run import check_kernel
+
+TOP = 5
+
+
+def investigate(release, store, model, api, saved_version, tolerance_overrides=None, reference=None, top=TOP):
+    """Compare every internal node of one artifact as ``release`` computes it with the saving release's.
+
+    ``reference`` is an internals file computed on demand in the saving release;
+    by default the one recorded at train time is used. Returns a dict with one row
+    per node, the first node past tolerance, its worst elements, and a parameter
+    diff between what was saved and what this release loaded.
+    """
+    check_kernel(release)
+    folder = artifacts.artifact_dir(store, saved_version, model, api)
+    try:
+        manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
+    except (IOError, OSError, ValueError) as e:
+        raise KitError("no readable artifact %s/%s/%s in %s: %s" % (saved_version, model, api, store, e))
+    if manifest.get("status") != "saved":
+        raise KitError("artifact %s is %s: %s" % (folder, manifest.get("status"), manifest.get("reason")))
+    bad = artifacts.verify(folder, manifest)
+    if bad:
+        raise KitError("artifact %s is corrupt (%s): nothing to investigate" % (folder, ", ".join(bad)))
+    if not reference:
+        info = manifest.get("internals") or {}
+        if "file" not in info:
+            raise KitError("no internals were recorded for %s: %s" % (folder, info.get("unavailable", "older artifact")),
+                           hint="compute them in the saving release: mxcompat investigate ... --recompute")
+        reference = os.path.join(folder, info["file"])
+    inputs, expected = internals.load(reference)
+    spec, adapter = zoo.get(model), adapters.get(api)
+    try:
+        sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
+    except adapters.GraphUnavailable as e:
+        raise KitError(str(e))
+    got = internals.evaluate(sym, arg, aux, inputs)
+    nodes = internals.node_table(sym)
+    rows = _node_rows(expected, got, nodes, model, tolerance_overrides)
+    first = next((r for r in rows if not r["ok"]), None)
+    worst = _worst_elements(expected[first["output"]], got[first["output"]], top) \
+        if first and first["output"] in expected and first["output"] in got and first["shape_match"] else []
+    return {
+        "loaded_with": release, "saved_with": saved_version, "model": model, "api": api, "artifact": folder,
+        "reference": reference, "rows": rows, "first_divergence": first, "worst_elements": worst,
+        # None: an artifact from before parameter tables were recorded
+        "parameters": param_diff(manifest["parameters"], arg, aux) if manifest.get("parameters") else None,
+    }
+
+
+def _node_rows(expected, got, nodes, model, overrides):
+    rows = []
+    order = list(expected) + [n for n in got if n not in expected]
+    for i, out in enumerate(order):
+        node = internals.node_of(out)
+        info = nodes.get(node, {})
+        row = {"index": i, "output": out, "node": node, "op": info.get("op"), "attrs": info.get("attrs", {})}
+        if out not in got or out not in expected:
+            row.update(ok=False, shape_match=False, status="missing in %s" % ("loaded graph" if out not in got
+                                                                              else "saved graph"))
+            rows.append(row)
+            continue
+        a, b = got[out], expected[out]
+        m = metrics.compare(a, b, tolerance.resolve(b.dtype, model, overrides))
+        row.update(shape=list(b.shape), shape_match=m["shape_match"], max_abs=m.get("max_abs"),
+                   max_rel=m.get("max_rel"), frac_out_of_tolerance=m.get("frac_out_of_tolerance"),
+                   identical=m["identical"], status="identical" if m["identical"] else "",
+                   ok=bool(m["shape_match"] and (m["identical"] or m.get("within_tolerance"))))
+        if not row["status"]:
+            row["status"] = "close" if row["ok"] else ("shape changed" if not m["shape_match"] else "past tolerance")
+        rows.append(row)
+    return rows
+
+
+def _worst_elements(expected, got, top):
+    err = np.abs(got.astype(np.float64) - expected.astype(np.float64)).ravel()
+    order = np.argsort(-np.where(np.isfinite(err), err, np.inf))[:top]
+    out = []
+    for flat in order:
+        idx = np.unravel_index(int(flat), expected.shape)
+        out.append({"index": [int(i) for i in idx], "saved": float(expected[idx]), "loaded": float(got[idx]),
+                    "abs_diff": float(err[flat])})
+    return out
+
+
+def param_diff(saved, arg, aux):
+    """Saved parameters (from the manifest) against what this release loaded: names, shapes, values."""
+    loaded = dict((k.split(":", 1)[-1], v.asnumpy()) for k, v in list(arg.items()) + list(aux.items()))
+    rows = []
+    for name in sorted(set(saved) | set(loaded)):
+        s, l = saved.get(name), loaded.get(name)
+        row = {"name": name}
+        if s is None:
+            row.update(status="not saved (new in the loaded model)", loaded_shape=list(l.shape))
+        elif l is None:
+            row.update(status="not loaded (missing or renamed)", saved_shape=s["shape"])
+        elif list(l.shape) != list(s["shape"]):
+            row.update(status="shape changed", saved_shape=s["shape"], loaded_shape=list(l.shape))
+        else:
+            a = np.ascontiguousarray(l)
+            same = hashlib.sha256(a.tobytes()).hexdigest()[:16] == s["sha256"] and str(a.dtype) == s["dtype"]
+            f = a.astype(np.float64)
+            row.update(status="same" if same else "values changed", shape=s["shape"],
+                       saved_mean=s["mean"], loaded_mean=float(f.mean()) if f.size else 0.0,
+                       saved_std=s["std"], loaded_std=float(f.std()) if f.size else 0.0,
+                       saved_absmax=s["absmax"], loaded_absmax=float(np.abs(f).max()) if f.size else 0.0)
+        rows.append(row)
+    return rows
+
+
+def error_series(result, floor=1e-12):
+    """``{"max abs error": [...]}`` per node in order, floored so a log scale can show identical nodes."""
+    return {"max abs error": [max(r.get("max_abs") or 0.0, floor) if r.get("max_abs") is not None else 1.0
+                              for r in result["rows"]]}
+
+
+def headline(result):
+    """One sentence: where the difference starts (or that no node diverges)."""
+    first = result["first_divergence"]
+    cell = "%s/%s saved with %s, loaded with %s" % (result["model"], result["api"], result["saved_with"],
+                                                    result["loaded_with"])
+    if first is None:
+        return "%s: every one of %d nodes is within tolerance." % (cell, len(result["rows"]))
+    detail = "max abs error %.3g" % first["max_abs"] if first.get("max_abs") is not None else first["status"]
+    return "%s: the first node past tolerance is #%d %s (op %s, %s)." % (
+        cell, first["index"], first["node"], first["op"], detail)
+
+
+def save_json(result, path):
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent)
+    artifacts.write_json_atomic(path, result)
