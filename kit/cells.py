@@ -1,10 +1,14 @@
 """A matrix cell: MODEL/API/SAVED/LOADED, as users write it and as files name it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kit.errors import UsageError
 from kit.kernel.capabilities import APIS, MODEL_NAMES
+
+
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # names that are safe as path components
 
 
 @dataclass(frozen=True)
@@ -21,12 +25,12 @@ class Cell:
             raise UsageError(f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}",
                              hint="e.g. lenet/export/1.0.0.post4/1.9.1")
         cell = cls(*parts)
-        if cell.model not in MODEL_NAMES:
-            raise UsageError(f"unknown model {cell.model!r}", hint="known: " + ", ".join(MODEL_NAMES))
-        if cell.api not in APIS:
-            raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS))
+        if cell.api not in APIS + ("checkpoint",):
+            raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS + ("checkpoint",)))
+        if cell.model not in MODEL_NAMES and not _SAFE.match(cell.model):
+            raise UsageError(f"unknown model {cell.model!r}", hint="zoo models: " + ", ".join(MODEL_NAMES))
         for release in (cell.saved, cell.loaded):
-            if "/" in release or release.startswith(".") or ".." in release:
+            if not _SAFE.match(release):
                 raise UsageError(f"invalid release name {release!r} in --cell")
         return cell
 

@@ -224,6 +224,11 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
                                 forward=forward, tolerance=matrix.parse_tolerance(tolerance), retrain=retrain,
                                 allow_list=allow_list, store=store)
         outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo)
+    _report(outcome)
+
+
+def _report(outcome):
+    """Print a run's outcome and exit with its code."""
     for direction, counts in sorted(outcome.counts.items()):
         click.echo(f"{direction}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     for label in outcome.failures:
@@ -237,6 +242,66 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
         if (outcome.run_dir / name).exists():
             click.echo(f"  {name}: {outcome.run_dir / name}")
     sys.exit(outcome.exit_code)
+
+
+@main.command("check-model")
+@click.argument("prefix")
+@click.option("--epoch", default=0, show_default=True, type=click.IntRange(0), help="Picks PREFIX-NNNN.params.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME:SHAPE[:DTYPE]",
+              help="A graph input and its shape with the batch first, e.g. data:1,3,224,224 (repeatable).")
+@click.option("--label-names", metavar="N,...", help="Label inputs of loss heads such as SoftmaxOutput.")
+@click.option("--reference-version", required=True, metavar="V", help="The release whose outputs are the reference.")
+@click.option("--load", "load", required=True, metavar="V,...", help="Releases to reload the checkpoint in.")
+@click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
+@click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
+@click.option("--image", metavar="FILE", help="An image file as the input, decoded by MXNet, see --preprocess.")
+@click.option("--preprocess", metavar="SPEC", help="For --image: 'resize=224,224;mean=0.485,0.456,0.406;"
+                                                   "std=0.229,0.224,0.225;layout=NCHW'.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the generated inputs.")
+@click.option("--store", metavar="PATH", help="Store to keep the checkpoint's reference in (default: the kit home's).")
+@click.option("--run-id", metavar="ID")
+@click.option("--runs-dir", metavar="PATH")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16))
+@click.option("--tolerance", metavar="JSON|FILE")
+@click.option("--allow-list", metavar="FILE")
+@click.option("--forward", is_flag=True, help="Also reload in releases older than the reference.")
+@handle_errors
+def check_model_cmd(prefix, epoch, inputs, label_names, reference_version, load, name, data, image, preprocess,
+                    seed, store, run_id, runs_dir, jobs, tolerance, allow_list, forward):
+    """Will this checkpoint give the same outputs on the releases I upgrade to?
+
+    PREFIX-symbol.json + PREFIX-NNNN.params (a Module checkpoint or a Gluon export, any
+    release, legacy formats included) gets reference outputs in --reference-version on
+    deterministic inputs (or --data / --image), then the same run as `mxcompat run`:
+    records, summary, bundles, exit codes.
+
+    \b
+      mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
+          --label-names softmax_label --reference-version 1.4.1 --load 1.6.0,1.9.1
+    """
+    from kit import check_model, matrix
+    from kit.home import KitHome
+    from kit.store import open_store
+    home = KitHome()
+    parsed = [check_model.parse_input(i) for i in inputs]
+    loads = _csv(load)
+    req = matrix.RunRequest(save=[reference_version], load=loads, models=[], apis=[check_model.API],
+                            forward=forward, tolerance=matrix.parse_tolerance(tolerance), allow_list=allow_list,
+                            store=store, foreign=True)
+    matrix.validate(req, EnvManager(home))
+    if store and str(store).startswith("s3://"):
+        raise UsageError("check-model keeps its reference in a local store; push it afterwards with mxcompat store push")
+    manifest = check_model.prepare(prefix, epoch, name=name, reference=reference_version, inputs=parsed,
+                                   label_names=_csv(label_names), store=open_store(store, home=home).root, home=home,
+                                   data=data, image=image, preprocess=check_model.parse_preprocess(preprocess),
+                                   seed=seed)
+    recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
+    click.echo(f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {reference_version} "
+               f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
+               f"param_version {manifest['param_version']})")
+    req.models = [manifest["model"]]
+    outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home)
+    _report(outcome)
 
 
 @main.command("investigate")

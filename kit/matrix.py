@@ -43,6 +43,7 @@ class RunRequest:
     retrain: bool = False
     allow_list: str | None = None
     store: str | None = None
+    foreign: bool = False  # the model is a checkpoint the kit did not train (mxcompat check-model)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,7 +79,8 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
     if missing:
         raise UsageError(f"no ready environment for {', '.join(missing)}",
                          hint=f"create them first: mxcompat env create {' '.join(missing)}")
-    for what, given, known in (("model", req.models, MODEL_NAMES), ("API", req.apis, APIS)):
+    checks = () if req.foreign else (("model", req.models, MODEL_NAMES), ("API", req.apis, APIS))
+    for what, given, known in checks:
         unknown = [x for x in given if x not in known]
         if unknown:
             raise UsageError(f"unknown {what}(s): {', '.join(unknown)}", hint="known: " + ", ".join(known))
@@ -151,7 +153,8 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
     home = home or KitHome()
     manager = EnvManager(home)
     validate(req, manager)
-    run = Run(runs_root or runs_dir(), run_id or new_run_id())
+    root = runs_root or runs_dir()
+    run = Run(root, run_id or new_run_id(root))
     if run.exists():
         raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
                          hint=f"resume it with --resume {run.id}, or pick another --run-id")

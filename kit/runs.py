@@ -17,8 +17,16 @@ def runs_dir() -> Path:
     return Path(os.environ.get("MXCOMPAT_RUNS_DIR") or REPO_ROOT / "runs")
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+def new_run_id(root: str | Path | None = None) -> str:
+    """A timestamp; with ``-2``, ``-3``... when a run of that second already exists under ``root``."""
+    base = time.strftime("%Y%m%d-%H%M%S")
+    if root is None:
+        return base
+    candidate, n = base, 1
+    while (Path(root) / candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
 
 
 class Run:

@@ -39,6 +39,11 @@ class RunData:
         allowed = {reports.cell_id(r) for r, _ in self.split["allowed"]}
         self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
 
+    def apis(self) -> list[str]:
+        """The APIs in the run, the zoo's in their usual order, then any other (a foreign checkpoint's)."""
+        present = list(dict.fromkeys(self.df["api"]))
+        return [a for a in APIS if a in present] + [a for a in present if a not in APIS]
+
     def releases(self, column: str) -> list[str]:
         return sorted(self.df[column].unique(), key=_release_sort)
 
@@ -80,7 +85,7 @@ def heatmaps(data: RunData):
     """Per API, saved release x loaded release coloured by the worst verdict over the models that both releases
     support, annotated with the largest max-abs error and how many models were checked."""
     saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
-    apis = [a for a in APIS if a in set(data.df["api"])]
+    apis = data.apis()
     cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
     ncols = 2 if len(apis) > 1 else 1
     nrows = math.ceil(len(apis) / ncols)
@@ -143,8 +148,7 @@ def error_distributions(data: RunData):
     errs = errs[errs["direction"] != "forward"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for ax, column, title in ((axes[0], "api", "by API"), (axes[1], "loaded_with", "by loaded release")):
-        groups = sorted(errs[column].unique(), key=_release_sort) if column == "loaded_with" else \
-            [a for a in APIS if a in set(errs[column])]
+        groups = sorted(errs[column].unique(), key=_release_sort) if column == "loaded_with" else data.apis()
         for g in groups:
             values = np.sort(errs.loc[errs[column] == g, "max_abs"].to_numpy())
             if values.size:

@@ -203,9 +203,30 @@ class ModuleCheckpointAdapter(Adapter):
         return mx.model.load_checkpoint(os.path.join(folder, info["prefix"]), info["epoch"])
 
 
+class CheckpointAdapter(Adapter):
+    """A checkpoint the kit did not train (``kit.kernel.foreign``): read with the Module API, whatever its
+    parameter naming (``arg:``/``aux:`` or bare), label heads bound from the manifest's label names."""
+
+    name = "checkpoint"
+
+    def supports(self, release, spec):
+        return True, None
+
+    def load(self, spec, release, folder, manifest):
+        from kit.kernel import foreign
+        sym, arg, aux = foreign.load(folder, manifest)
+        names = [i["name"] for i in manifest["inputs"]]
+        labels = manifest["load"].get("label_names") or []
+        return Predictor(lambda inputs: module_predict(sym, arg, aux, names, labels, inputs))
+
+    def load_graph(self, spec, release, folder, manifest):
+        from kit.kernel import foreign
+        return foreign.load(folder, manifest)
+
+
 ADAPTERS = dict((a.name, a) for a in (ExportAdapter(), SaveParametersAdapter(), SaveParamsAdapter(),
-                                      ModuleCheckpointAdapter()))
-assert set(ADAPTERS) == set(APIS)
+                                      ModuleCheckpointAdapter(), CheckpointAdapter()))
+assert set(ADAPTERS) == set(APIS) | {"checkpoint"}
 
 
 def get(api):

@@ -37,7 +37,9 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
                            hint="compute them in the saving release: mxcompat investigate ... --recompute")
         reference = os.path.join(folder, info["file"])
     inputs, expected = internals.load(reference)
-    spec, adapter = zoo.get(model), adapters.get(api)
+    spec, adapter = zoo.MODELS.get(model), adapters.get(api)
+    if spec is None and not manifest.get("foreign"):
+        raise KitError("this kit does not know model %r" % model)
     try:
         sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
     except adapters.GraphUnavailable as e:

@@ -74,7 +74,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None):
         return _fail(rec, verdicts.CORRUPT, "sha256 mismatch or missing: %s (nothing was loaded)" % ", ".join(bad))
     spec = zoo.MODELS.get(model)
     adapter = adapters.ADAPTERS.get(api)
-    if spec is None or adapter is None:
+    if adapter is None or (spec is None and not manifest.get("foreign")):
         return _fail(rec, verdicts.UNSUPPORTED, "this kit does not know model %r / API %r" % (model, api))
     if api in ("save_parameters", "save_params"):  # these rebuild the model from its code in this release
         for ok, reason in (spec.supported(loaded, manifest.get("variant")), adapter.supports(loaded, spec)):
@@ -155,11 +155,13 @@ def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=N
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
-    for name, value, known in (("models", models, zoo.MODELS), ("apis", apis, APIS)):
+    found = find_artifacts(store, saved_versions, models, apis)
+    in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
+    for name, value, known in (("models", models, set(zoo.MODELS) | in_store),
+                               ("apis", apis, set(APIS) | set(adapters.ADAPTERS))):
         unknown = [v for v in (value or []) if v not in known]
         if unknown:
-            raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(known))
-    found = find_artifacts(store, saved_versions, models, apis)
+            raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(sorted(known)))
     todo = [a for a in found if forward or _key_or_name(a[0])[0] != 0 or direction(a[0], release) != "forward"]
     if not todo:
         raise KitError("no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)" % (
