@@ -8,6 +8,7 @@ writes the run's reports. ``resume`` redoes only the steps that did not finish.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,6 +80,11 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
     if missing:
         raise UsageError(f"no ready environment for {', '.join(missing)}",
                          hint=f"create them first: mxcompat env create {' '.join(missing)}")
+    unregistered = [n for n in dict.fromkeys(req.save + req.load)
+                    if kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
+    if unregistered:
+        raise UsageError(f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
+                         hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}")
     checks = () if req.foreign else (("model", req.models, MODEL_NAMES), ("API", req.apis, APIS))
     for what, given, known in checks:
         unknown = [x for x in given if x not in known]
@@ -98,6 +104,18 @@ def _local_store(req: RunRequest, home: KitHome) -> Path:
     if isinstance(opened, store_mod.S3Store):
         return store_mod.cache_for(opened, home).root
     return opened.root
+
+
+def _check_writable(store: Path) -> None:
+    """Refuse a store that cannot be written before any work starts."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        probe = store / f".write-test-{os.getpid()}"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"the store {store} cannot be written: {e.strerror or e}",
+                         hint="pick another --store, or fix its permissions") from None
 
 
 def _remote(req: RunRequest, home: KitHome):
@@ -159,6 +177,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
         raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
                          hint=f"resume it with --resume {run.id}, or pick another --run-id")
     store = _local_store(req, home)
+    _check_writable(store)
     run.lock()
     try:
         steps = plan(req, run, store, home)
@@ -205,13 +224,15 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
     def record(result: StepResult) -> None:
         entry = manifest["steps"][result.id]
         entry.update(status=result.status, seconds=result.seconds, attempts=result.attempts, error=result.error,
-                     error_type=result.error_type, finished_at=_now())
+                     error_type=result.error_type, deaths=result.deaths, finished_at=_now())
         run.write_manifest(manifest)
         progress["done"] += 1
         failed = sum(1 for e in manifest["steps"].values() if e["status"] == "failed")
         line = f"[{progress['done']}/{total}] {result.id}: {result.status} in {result.seconds:.1f}s"
         if result.attempts > 1:
             line += f" after {result.attempts} attempts"
+        if result.deaths:
+            line += f", {result.deaths} kernel(s) died and were restarted"
         if failed:
             line += f" ({failed} failed so far)"
         on_event(line)

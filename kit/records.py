@@ -20,6 +20,8 @@ def load_records(run_dir: str | Path) -> list[dict]:
     """Every record of a run, sorted by (saved, model, api, loaded)."""
     records = []
     for path in sorted(Path(run_dir, "records").glob("*.json")):
+        if path.name.startswith("."):  # a kernel's in-flight marker, not a record
+            continue
         rec = json.loads(path.read_text())
         rec["record_file"] = str(path)
         records.append(rec)

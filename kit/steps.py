@@ -40,6 +40,7 @@ class StepResult:
     attempts: int = 1
     error: str | None = None
     error_type: str | None = None
+    deaths: int = 0  # kernels that died and were restarted after the artifact that killed them
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -83,24 +84,77 @@ def execute_step(step: dict, home_root: str, log_path: str | None = None) -> dic
     return _execute(step, home_root)
 
 
+MAX_KERNEL_DEATHS = 50
+
+
 def _execute(step: dict, home_root: str) -> dict:
     from kit.home import KitHome
     from kit.notebooks import run_notebook
     os.environ.pop("MPLBACKEND", None)  # a kernel with MPLBACKEND=Agg would leave notebooks without figures
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        os.environ.pop(name)  # kernels never need S3 credentials: the host moves artifacts
     started = time.monotonic()
+    step = dict(step, parameters=dict(step["parameters"]))
+    attempt = deaths = 0
     last = None
-    for attempt in range(1, ATTEMPTS + 1):
+    while True:
+        attempt += 1
         try:
             run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"],
                          home=KitHome(home_root))
-            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt).to_dict()
-        except Exception as e:  # every failure is reported; only kernel start races are retried
+            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt,
+                              deaths=deaths).to_dict()
+        except Exception as e:  # every failure is reported; kernel start races are retried
             last = e
-            if not is_retryable(e) or attempt == ATTEMPTS:
+            if step["kind"] == "reload" and is_dead_kernel(e) and deaths < MAX_KERNEL_DEATHS \
+                    and record_dead_kernel(step, e, deaths + 1):
+                deaths += 1
+                attempt -= 1
+                step["parameters"]["skip_recorded"] = True  # go on after the artifact that killed it
+                continue
+            if not is_retryable(e) or attempt >= ATTEMPTS:
                 break
             time.sleep(1.0 * attempt)
     message = str(last).strip()
     if not message:
         message = traceback.format_exception_only(type(last), last)[-1].strip()
     return StepResult(step["id"], "failed", round(time.monotonic() - started, 2), attempt,
-                      error=message[-4000:], error_type=type(last).__name__).to_dict()
+                      error=message[-4000:], error_type=type(last).__name__, deaths=deaths).to_dict()
+
+
+def is_dead_kernel(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return "DeadKernel" in text or "Kernel died" in text
+
+
+def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
+    """Record the artifact a dead kernel was working on; False when no artifact was in flight."""
+    import json
+    from pathlib import Path
+
+    from kit.kernel import artifacts
+    from kit.kernel.versions import direction
+    records = Path(step["parameters"]["out_dir"]) / "records"
+    marker = records / (artifacts.INFLIGHT % step["release"])
+    if not marker.exists():
+        return False
+    info = json.loads(marker.read_text())
+    try:
+        where = direction(info["saved_with"], info["loaded_with"])
+    except ValueError:
+        where = "unknown"
+    verdict = "infer-error" if info["phase"] == "infer" else "load-error"
+    doing = "inferring" if info["phase"] == "infer" else "loading"
+    message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
+    rec = {"schema": 1, "saved_with": info["saved_with"], "model": info["model"], "api": info["api"],
+           "loaded_with": info["loaded_with"], "direction": where, "artifact": info["artifact"], "verdict": verdict,
+           "reason": message, "error_type": "KernelDied", "error": message, "traceback": None,
+           "load_seconds": None, "infer_seconds": None, "cases": {}, "kernel_died": True, "loaded_fingerprint": None,
+           "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    artifacts.write_json_atomic(str(records / artifacts.record_name(info["saved_with"], info["model"], info["api"],
+                                                          info["loaded_with"])), rec)
+    marker.unlink()
+    output = Path(step["output"])
+    if output.exists():  # keep the executed notebook of the attempt the kernel died in
+        output.replace(output.with_name(f"{output.stem}.died-{death}{output.suffix}"))
+    return True

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -52,13 +53,20 @@ class Ref:
         return self.rel
 
 
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
 def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
+    """Artifact refs from store-relative manifest paths; a path with an unsafe part ('..', '/x') is ignored,
+    so a crafted key can never make a download write outside the local store."""
     refs = []
     for rel in rel_paths:
         parts = rel.split("/")
         if parts[-1] != artifacts.MANIFEST:
             continue
         parts = parts[:-1]
+        if not all(_SAFE.match(p) for p in parts if p != artifacts.VERSIONS):
+            continue
         if len(parts) == 3 and not parts[0].startswith("."):
             refs.append(Ref(*parts))
         elif len(parts) == 5 and parts[0] == artifacts.VERSIONS:

@@ -80,7 +80,7 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
 def read_records(out_dir: Path) -> dict:
     """{(saved_with, model, api, loaded_with): record} from a reload's records folder."""
     records = {}
-    for path in sorted((out_dir / "records").glob("*.json")):
+    for path in sorted((out_dir / "records").glob("[!.]*.json")):
         rec = json.loads(path.read_text())
         records[(rec["saved_with"], rec["model"], rec["api"], rec["loaded_with"])] = rec
     return records

@@ -17,6 +17,14 @@ REFERENCE = "reference.npz"
 SCHEMA = 1
 
 
+INFLIGHT = ".inflight-%s.json"  # in a records folder: the artifact a kernel of that release is working on
+
+
+def record_name(saved, model, api, loaded):
+    """The file name of one (artifact, loading release) record."""
+    return "%s__%s__%s__%s.json" % (saved, model, api, loaded)
+
+
 def sha256_file(path, chunk=1 << 20):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -39,12 +47,19 @@ def param_version(arrays):
 
 
 def write_json_atomic(path, obj):
+    """Write JSON to a temporary file and rename it over ``path``: readers see the old or the new file,
+    never a half one; on failure (a full disk) the temporary file is removed and ``path`` is untouched."""
     tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.rename(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def read_json(path):

@@ -44,16 +44,17 @@ def _key_or_name(release):
         return (1, ((), (), 0), release)
 
 
-def record_name(saved, model, api, loaded):
-    return "%s__%s__%s__%s.json" % (saved, model, api, loaded)
-
-
 def _excerpt(tb, lines=12):
     return "\n".join(tb.strip().splitlines()[-lines:])
 
 
-def check_artifact(loaded, saved, model, api, path, overrides=None):
-    """Load one artifact in this kernel's release and compare it with its reference: the record."""
+def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
+    """Load one artifact in this kernel's release and compare it with its reference: the record.
+
+    ``phase(name)`` is told when loading and inference start, so that a kernel that
+    dies on this artifact can be told apart by the host.
+    """
+    phase = phase or (lambda name: None)
     rec = {"schema": RECORD_SCHEMA, "saved_with": saved, "model": model, "api": api, "loaded_with": loaded,
            "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
            "artifact": path, "verdict": None, "reason": None, "error_type": None, "error": None,
@@ -89,6 +90,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None):
     except Exception as e:
         return _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
     started = time.time()
+    phase("load")
     try:
         predictor = adapter.load(spec, loaded, path, manifest)
     except Exception as e:
@@ -96,6 +98,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None):
         return _fail(rec, verdicts.LOAD_ERROR, None, e, traceback.format_exc())
     rec["load_seconds"] = round(time.time() - started, 4)
     started = time.time()
+    phase("infer")
     outputs = {}
     try:
         for case in sorted(reference):
@@ -117,6 +120,48 @@ def check_artifact(loaded, saved, model, api, path, overrides=None):
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
     rec["summary"] = _summary(all_metrics)
     return rec
+
+
+class InFlight(object):
+    """A marker naming the artifact a kernel is working on, removed once its record is written.
+
+    If the kernel dies (a signal, an abort in native code), the marker survives and the
+    host records that artifact as ``load-error``/``infer-error`` with "kernel died".
+    """
+
+    def __init__(self, records_dir, release, saved, model, api, path):
+        self.path = os.path.join(records_dir, artifacts.INFLIGHT % release)
+        self.info = {"saved_with": saved, "model": model, "api": api, "loaded_with": release, "artifact": path,
+                     "phase": "start"}
+
+    def phase(self, name):
+        self.info["phase"] = name
+        artifacts.write_json_atomic(self.path, self.info)
+        _fault_injection(self.info)
+
+    def __enter__(self):
+        self.phase("start")
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            os.remove(self.path)
+        return False
+
+
+def _fault_injection(info):
+    """``MXCOMPAT_FAULT=kill:MODEL/API:PHASE`` (or ``abort:``) kills this kernel at that point: the
+    reliability tests use it to prove a dead kernel loses nothing. Unset, it does nothing."""
+    spec = os.environ.get("MXCOMPAT_FAULT")
+    if not spec:
+        return
+    how, _, where = spec.partition(":")
+    cell, _, phase = where.partition(":")
+    if cell == "%s/%s" % (info["model"], info["api"]) and phase == info["phase"]:
+        if how == "abort":
+            os.abort()
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _summary(all_metrics):
@@ -145,12 +190,13 @@ def _fail(rec, verdict, reason, exc=None, tb=None):
 
 
 def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=None, tolerance_overrides=None,
-               forward=False, log=None):
+               forward=False, log=None, skip_recorded=False):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
     Backward and same-release artifacts always; forward ones (saved by newer
     releases) only when ``forward``. Raises when nothing matched: a check that
-    compared nothing must never look like a pass.
+    compared nothing must never look like a pass. ``skip_recorded`` keeps the records
+    already written (a restart after the kernel died on an artifact).
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
@@ -173,15 +219,20 @@ def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=N
     env = fingerprint(release)
     records = []
     for i, (saved, model, api, path) in enumerate(todo):
+        record_path = os.path.join(records_dir, artifacts.record_name(saved, model, api, release))
+        if skip_recorded and os.path.exists(record_path):
+            records.append(artifacts.read_json(record_path))
+            continue
         started = time.time()
-        rec = check_artifact(release, saved, model, api, path, tolerance_overrides)
+        with InFlight(records_dir, release, saved, model, api, path) as inflight:
+            rec = check_artifact(release, saved, model, api, path, tolerance_overrides, inflight.phase)
         rec["loaded_fingerprint"] = env
         rec["seconds"] = round(time.time() - started, 4)
         rec["checked_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         if rec["direction"] == "same":
             rec["noise_floor"] = True
             rec["nondeterministic"] = rec["verdict"] not in (verdicts.IDENTICAL, verdicts.UNSUPPORTED)
-        artifacts.write_json_atomic(os.path.join(records_dir, record_name(saved, model, api, release)), rec)
+        artifacts.write_json_atomic(record_path, rec)
         records.append(rec)
         log("[%d/%d] %s %s/%s -> %s: %s%s" % (i + 1, len(todo), saved, model, api, release, rec["verdict"],
                                               (" (%s)" % rec["reason"]) if rec["reason"] else ""))

@@ -1,0 +1,207 @@
+"""Fault injection: bad artifacts, dead kernels, interruptions, bad arguments. Nothing finished is lost."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
+from kit.home import KitHome
+from kit.kernel import artifacts
+from kit.notebooks import NOTEBOOKS, run_notebook
+
+
+def _rehash(folder: Path, name: str) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][name] = artifacts.sha256_file(str(folder / name))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2  # inside the weights, far from the header and the names at the end
+    data[mid:mid + 64] = b"\x7f" * 64  # whatever the alignment: floats near 3e38
+    path.write_bytes(bytes(data))
+
+
+# (model, api, what is done to it, verdict it must get, text the reason must hold)
+FAULTS = [
+    ("mlp", "export", "truncate", "corrupt", "model-0000.params"),
+    ("mlp", "save_params", "flip", "corrupt", "model.params"),
+    ("mlp", "module_checkpoint", "truncate+rehash", "load-error", ""),
+    ("lenet", "export", "flip+rehash", ("drift", "mismatch"), ""),
+    ("lenet", "save_params", "empty", "corrupt", "model.params"),
+    ("lenet", "module_checkpoint", "empty+rehash", "load-error", ""),
+    ("embedding", "export", "missing-node+rehash", "load-error", ""),
+    ("embedding", "module_checkpoint", "unknown-op+rehash", "load-error", "NoSuchOp"),
+    ("embedding", "save_params", "other-model+rehash", "load-error", ""),
+    ("resnet_bn", "export", "manifest-not-json", "corrupt", "not JSON"),
+    ("resnet_bn", "save_params", "intact", ("identical", "close"), ""),
+]
+
+
+def _apply(fault: str, folder: Path, trained: Path) -> None:
+    params = next(p for p in folder.iterdir() if p.suffix == ".params")
+    if fault.startswith("truncate"):
+        _truncate(params)
+    elif fault.startswith("flip"):
+        _flip_middle(params)
+    elif fault.startswith("empty"):
+        params.write_bytes(b"")
+    elif fault.startswith("missing-node"):
+        sym = folder / "model-symbol.json"
+        graph = json.loads(sym.read_text())
+        del graph["nodes"][2]
+        sym.write_text(json.dumps(graph))
+    elif fault.startswith("unknown-op"):
+        sym = folder / "model-symbol.json"
+        graph = json.loads(sym.read_text())
+        next(n for n in graph["nodes"] if n["op"] != "null")["op"] = "NoSuchOp"
+        sym.write_text(json.dumps(graph))
+    elif fault.startswith("other-model"):
+        shutil.copy(trained / OLDEST / "lenet" / "save_params" / "model.params", params)
+    elif fault == "manifest-not-json":
+        (folder / "manifest.json").write_text("{this is not json")
+    if fault.endswith("+rehash"):
+        name = "model-symbol.json" if fault.startswith(("missing-node", "unknown-op")) else params.name
+        _rehash(folder, name)
+
+
+@pytest.mark.envs
+def test_each_bad_artifact_gets_its_verdict_and_the_rest_is_unaffected(trained_store, kit_home, tmp_path):
+    store = tmp_path / "store"
+    for model, api, fault, _, _ in FAULTS:
+        folder = store / OLDEST / model / api
+        shutil.copytree(trained_store["_store"] / OLDEST / model / api, folder)
+        _apply(fault, folder, trained_store["_store"])
+    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
+                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    records = read_records(tmp_path)
+    assert len(records) == len(FAULTS)
+    for model, api, fault, verdict, text in FAULTS:
+        rec = records[(OLDEST, model, api, NEWEST)]
+        expected = verdict if isinstance(verdict, tuple) else (verdict,)
+        assert rec["verdict"] in expected, (model, api, fault, rec["verdict"], rec["reason"])
+        assert text in (rec["reason"] or ""), (fault, rec["reason"])
+        if rec["verdict"] in ("corrupt", "load-error"):
+            assert rec["reason"], fault
+
+
+@pytest.mark.envs
+@pytest.mark.parametrize("fault,verdict", [("kill:lenet/export:load", "load-error"),
+                                           ("abort:mlp/module_checkpoint:infer", "infer-error")])
+def test_a_dying_kernel_loses_no_record(trained_store, kit_home, tmp_path, fault, verdict):
+    runs = tmp_path / "runs"
+    proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "dies", "--save", f"{OLDEST},{NEWEST}", "--load",
+                   NEWEST, "--models", "mlp,lenet", "--store", str(trained_store["_store"]),
+                   home=kit_home, env=dict(os.environ, MXCOMPAT_FAULT=fault), timeout=900)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "kernel(s) died and were restarted" in proc.stdout
+    records = read_records(runs / "dies")
+    assert len(records) == 16  # 2 saving releases x 2 models x 4 APIs, every one present
+    model, api = fault.split(":")[1].split("/")
+    for saved in (OLDEST, NEWEST):
+        rec = records[(saved, model, api, NEWEST)]
+        if rec["verdict"] == "unsupported":
+            continue
+        assert rec["verdict"] == verdict and rec["kernel_died"] is True
+        assert "kernel died while" in rec["reason"]
+    others = [r for k, r in records.items() if (k[1], k[2]) != (model, api)]
+    assert all(r["verdict"] in ("identical", "close", "unsupported") for r in others)
+    assert list((runs / "dies" / "reload").glob("mxnet-*.died-*.ipynb"))
+    assert not list((runs / "dies" / "records").glob(".inflight-*"))
+
+
+@pytest.mark.envs
+def test_ctrl_c_leaves_a_run_that_resume_completes(trained_store, kit_home, tmp_path):
+    runs = tmp_path / "runs"
+    args = ["run", "--runs-dir", str(runs), "--run-id", "ctrlc", "--save", f"{OLDEST},{NEWEST}",
+            "--store", str(trained_store["_store"])]
+    proc = subprocess.Popen([sys.executable, "-m", "kit", *args], env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not list((runs / "ctrlc" / "records").glob("[!.]*.json")):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=120)
+    assert not list((runs / "ctrlc").rglob("*.tmp-*"))  # no half-written record or manifest
+    resumed = run_cli("run", "--runs-dir", str(runs), "--resume", "ctrlc", home=kit_home, timeout=900)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    records = read_records(runs / "ctrlc")
+    assert len(records) == 84 and len({json.dumps(k) for k in records}) == 84
+
+
+@pytest.mark.envs
+def test_a_store_that_cannot_be_written_and_a_missing_kernel_are_refused(built_envs, kit_home, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    proc = run_cli("run", "--runs-dir", str(tmp_path / "runs"), "--save", NEWEST, "--store", str(blocker / "store"),
+                   home=kit_home)
+    assert proc.returncode == 2 and "cannot be written" in proc.stderr
+    home = tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    (home / "envs" / NEWEST).symlink_to(kit_home / "envs" / NEWEST)
+    proc = run_cli("run", "--runs-dir", str(tmp_path / "runs"), "--save", NEWEST, home=home)
+    assert proc.returncode == 2 and f"kernel mxnet-{NEWEST} is not registered" in proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_full_disk_leaves_no_half_written_record(tmp_path, monkeypatch):
+    path = tmp_path / "record.json"
+    artifacts.write_json_atomic(str(path), {"verdict": "close"})
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(json, "dump", full)
+    with pytest.raises(OSError):
+        artifacts.write_json_atomic(str(path), {"verdict": "mismatch"})
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"verdict": "close"}
+    assert [p.name for p in tmp_path.iterdir()] == ["record.json"]
+
+
+def test_nothing_unpickles():
+    """Every np.load in the kit refuses pickles."""
+    for path in (REPO / "kit").rglob("*.py"):
+        for line in path.read_text().splitlines():
+            if "np.load(" in line:
+                assert "allow_pickle=False" in line, f"{path}: {line.strip()}"
+
+
+def test_crafted_store_keys_cannot_escape(tmp_path):
+    from kit.store import _refs_from_manifest_paths
+    refs = _refs_from_manifest_paths(["1.9.1/mlp/export/manifest.json", "../../etc/x/manifest.json",
+                                      "1.9.1/../x/manifest.json", ".versions/1.9.1/mlp/export/1-ab/manifest.json",
+                                      ".versions/../../a/b/manifest.json"])
+    assert [r.rel for r in refs] == ["1.9.1/mlp/export", ".versions/1.9.1/mlp/export/1-ab"]
+
+
+@pytest.mark.envs
+def test_credentials_never_reach_notebooks_records_or_bundles(trained_store, kit_home, tmp_path):
+    secret = "wJalrXUtnFEMI-kit-test-secret"
+    runs = tmp_path / "runs"
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="AKIAKITTEST", AWS_SECRET_ACCESS_KEY=secret)
+    proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "creds", "--save", OLDEST, "--load", NEWEST,
+                   "--models", "mlp", "--store", str(trained_store["_store"]), home=kit_home, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    bundle = run_cli("bundle", "creds", "--cell", f"mlp/export/{OLDEST}/{NEWEST}", "--runs-dir", str(runs),
+                     home=kit_home, env=env)
+    assert bundle.returncode == 0
+    for path in runs.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert secret.encode() not in data and b"AKIAKITTEST" not in data, path
