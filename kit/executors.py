@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
@@ -24,6 +25,17 @@ class LocalExecutor:
         if not steps:
             return results
         ctx = multiprocessing.get_context("spawn")
+        threads = os.environ.get("OMP_NUM_THREADS")
+        if threads is None and self.jobs > 1:
+            # kernels side by side share the cores: one OpenMP pool each of all cores would oversubscribe them
+            os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // self.jobs))
+        try:
+            return self._run(steps, home_root, on_done, log_dir, ctx, results)
+        finally:
+            if threads is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+
+    def _run(self, steps, home_root, on_done, log_dir, ctx, results):
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
             futures = {pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s)): s for s in steps}
             for fut in as_completed(futures):

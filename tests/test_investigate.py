@@ -93,7 +93,8 @@ def test_bundle_holds_what_it_promises(regressed_run, investigated, kit_home):
 
 
 def test_bad_cells_are_usage_errors(regressed_run, kit_home):
-    for cell, message in (("lenet/export/1.0.0.post4", "MODEL/API/SAVED/LOADED"), ("vgg/export/a/b", "unknown model"),
+    for cell, message in (("lenet/export/1.0.0.post4", "MODEL/API/SAVED/LOADED"), ("lenet/pickle/a/b", "unknown API"),
+                          ("lenet/export/../b", "invalid release name"), ("vgg/export/a/b", "no record"),
                           (f"lenet/export/{OLDEST}/1.4.1", "no record")):
         proc = run_cli("bundle", "regressed", "--cell", cell, "--runs-dir", str(regressed_run["runs"]), home=kit_home)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
