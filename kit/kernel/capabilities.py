@@ -26,6 +26,7 @@ _FEATURE_SINCE = {
     "gluon_transforms": ("1.1.0", "mxnet.gluon.data.vision.transforms arrived in MXNet 1.1"),
     "runtime_features": ("1.5.0", "mxnet.runtime.Features arrived in MXNet 1.5"),
     "mobilenet_v2": ("1.2.0", "model_zoo.vision.mobilenet_v2_* arrived in MXNet 1.2"),
+    "subgraph_backend_none": ("1.6.0", "MXNET_SUBGRAPH_BACKEND=NONE is understood from MXNet 1.6 on"),
     "hybrid_rnn": ("1.3.0", "gluon.rnn.LSTM is not a HybridBlock before MXNet 1.3, so it cannot be exported"),
     "batched_image_transforms": ("1.5.0", "before MXNet 1.5, ToTensor/Normalize take one HWC image and "
                                           "Resize is not a HybridBlock"),

@@ -13,6 +13,8 @@ from collections import OrderedDict
 import numpy as np
 import mxnet as mx
 
+from kit.kernel.capabilities import has_feature
+
 INTERNALS = "internals.npz"
 SAMPLES = 2
 _OUTPUT_SUFFIX = re.compile(r"_output\d*$")
@@ -53,14 +55,15 @@ def evaluate(sym, arg_params, aux_params, inputs):
     # node by node, unfused: MXNet 1.7+ would fuse conv+BN+relu into MKLDNN subgraphs (hiding the nodes),
     # and their partitioner rejects a group of internals
     saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
-    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    if has_feature(mx.__version__, "subgraph_backend_none")[0]:  # 1.4/1.5 reject the value (and fuse nothing)
+        os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
     try:
         exe = group.bind(mx.cpu(), args=args, aux_states=aux, grad_req="null")
         outputs = exe.forward(is_train=False)
         return OrderedDict((n, o.asnumpy()) for n, o in zip(names, outputs))
     finally:
         if saved is None:
-            del os.environ["MXNET_SUBGRAPH_BACKEND"]
+            os.environ.pop("MXNET_SUBGRAPH_BACKEND", None)
         else:
             os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
 
