@@ -108,8 +108,11 @@ def provisioning(names, home, pip_sample):
             row[f"uv_{label}_seconds"] = round(result.seconds, 2)
         row["size_mb"] = round(manager.get(name).size_bytes() / 2 ** 20, 1)
         if name in pip_sample:
-            row["pip_warm_seconds"] = pip_install(name, home, plan)
-            row["pip_over_uv_warm"] = round(row["pip_warm_seconds"] / row["uv_warm_seconds"], 2)
+            try:
+                row["pip_warm_seconds"] = pip_install(name, home, plan)
+                row["pip_over_uv_warm"] = round(row["pip_warm_seconds"] / row["uv_warm_seconds"], 2)
+            except subprocess.CalledProcessError as e:  # e.g. Python 3.6's pip and this machine's pip config
+                row["pip_error"] = ((e.stderr or b"").decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
         rows.append(row)
         print(f"  {name}: uv cold {row['uv_cold_seconds']}s, warm {row['uv_warm_seconds']}s"
               + (f", pip warm {row['pip_warm_seconds']}s" if "pip_warm_seconds" in row else ""), flush=True)
