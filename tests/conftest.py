@@ -129,3 +129,22 @@ def s3_server(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=10)
     log.close()
+
+
+def rehash(folder: Path, name: str) -> None:
+    """Update an artifact manifest's sha256 of ``name``, so a deliberate change gets past the hash check."""
+    from kit.kernel import artifacts
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][name] = artifacts.sha256_file(str(folder / name))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def scale_weight(kit_home: Path, params: Path, suffix: str, expression: str) -> None:
+    """Rewrite the parameter whose name ends with ``suffix`` as ``expression`` of ``w`` (e.g. "w * 1.5"),
+    with the newest release's MXNet, then rehash it: a regression injected on purpose."""
+    python = kit_home / "envs" / NEWEST / "bin" / "python"
+    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
+              f"k = sorted(n for n in d if n.endswith({suffix!r}))[0]; w = d[k]; d[k] = {expression}; "
+              "mx.nd.save(sys.argv[1], d)")
+    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
+    rehash(params.parent, params.name)

@@ -4,14 +4,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
 import zipfile
 
 import mistune
 import pytest
 
-from conftest import NEWEST, OLDEST, run_cli
-from kit.kernel import artifacts
+from conftest import NEWEST, OLDEST, run_cli, scale_weight
 
 pytestmark = pytest.mark.envs
 CELL = f"lenet/export/{OLDEST}/{NEWEST}"
@@ -24,14 +22,7 @@ def regressed_run(trained_store, kit_home, tmp_path_factory):
     store, runs = base / "store", base / "runs"
     shutil.copytree(trained_store["_store"] / OLDEST / "lenet" / "export", store / OLDEST / "lenet" / "export")
     folder = store / OLDEST / "lenet" / "export"
-    params = folder / "model-0000.params"
-    python = kit_home / "envs" / NEWEST / "bin" / "python"
-    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
-              "k = [n for n in d if n.endswith('dense0_weight')][0]; d[k] = d[k] * 1.5; mx.nd.save(sys.argv[1], d)")
-    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"]["model-0000.params"] = artifacts.sha256_file(str(params))
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    scale_weight(kit_home, folder / "model-0000.params", "dense0_weight", "w * 1.5")
     proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "regressed", "--save", OLDEST, "--load", NEWEST,
                    "--models", "lenet", "--apis", "export", "--store", str(store), home=kit_home, timeout=900)
     return {"proc": proc, "runs": runs, "store": store}

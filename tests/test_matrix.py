@@ -14,8 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
-from kit.kernel import artifacts
+from conftest import NEWEST, OLDEST, REPO, read_records, run_cli, scale_weight
 
 pytestmark = pytest.mark.envs
 
@@ -140,15 +139,7 @@ def test_killed_run_is_resumed_without_redoing_finished_steps(first_run, kit_hom
 
 def _perturbed_store(src: Path, dest: Path, kit_home: Path) -> None:
     shutil.copytree(src, dest)
-    params = dest / OLDEST / "mlp" / "save_params" / "model.params"
-    python = kit_home / "envs" / NEWEST / "bin" / "python"
-    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
-              "k = sorted(n for n in d if n.endswith('dense1_weight'))[0]; d[k] = d[k][::-1]; mx.nd.save(sys.argv[1], d)")
-    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
-    manifest_path = params.parent / "manifest.json"
-    manifest = json.loads(manifest_path.read_text())
-    manifest["files"]["model.params"] = artifacts.sha256_file(str(params))
-    manifest_path.write_text(json.dumps(manifest))
+    scale_weight(kit_home, dest / OLDEST / "mlp" / "save_params" / "model.params", "dense1_weight", "w[::-1]")
 
 
 def test_regressions_exit_1_unless_allowed_until_expiry(first_run, kit_home, tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -14,16 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
+from conftest import NEWEST, OLDEST, REPO, read_records, rehash, run_cli
 from kit.home import KitHome
 from kit.kernel import artifacts
 from kit.notebooks import NOTEBOOKS, run_notebook
-
-
-def _rehash(folder: Path, name: str) -> None:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"][name] = artifacts.sha256_file(str(folder / name))
-    (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
 def _truncate(path: Path) -> None:
@@ -77,7 +70,7 @@ def _apply(fault: str, folder: Path, trained: Path) -> None:
         (folder / "manifest.json").write_text("{this is not json")
     if fault.endswith("+rehash"):
         name = "model-symbol.json" if fault.startswith(("missing-node", "unknown-op")) else params.name
-        _rehash(folder, name)
+        rehash(folder, name)
 
 
 @pytest.mark.envs

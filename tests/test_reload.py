@@ -1,16 +1,13 @@
 """reload.ipynb across real releases: verdicts measured on 1.0.0.post4 and 1.9.1 artifacts."""
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, read_records
+from conftest import NEWEST, OLDEST, read_records, scale_weight
 from kit.home import KitHome
-from kit.kernel import artifacts
 from kit.notebooks import NOTEBOOKS, run_notebook
 
 pytestmark = pytest.mark.envs
@@ -107,14 +104,7 @@ def test_tampered_params_is_corrupt_and_nothing_loads(trained_store, kit_home, t
 def test_perturbed_weight_with_a_valid_hash_is_caught_by_the_diff(trained_store, kit_home, tmp_path):
     store = tmp_path / "store"
     folder = _copy_artifact(trained_store["_store"], OLDEST, "lenet", "save_params", store)
-    params = folder / "model.params"
-    python = kit_home / "envs" / NEWEST / "bin" / "python"
-    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
-              "k = sorted(n for n in d if n.endswith('dense1_weight'))[0]; d[k] = d[k] * 1.05; mx.nd.save(sys.argv[1], d)")
-    subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"]["model.params"] = artifacts.sha256_file(str(params))
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    scale_weight(kit_home, folder / "model.params", "dense1_weight", "w * 1.05")
     run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
                  {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
     rec = read_records(tmp_path)[(OLDEST, "lenet", "save_params", NEWEST)]

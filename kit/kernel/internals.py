@@ -113,7 +113,7 @@ def main(argv=None):
     recorded at train time (an older artifact, or a checkpoint the kit did not train).
     """
     import sys
-    from kit.kernel import adapters, artifacts, cases, zoo
+    from kit.kernel import adapters, artifacts, zoo
     folder, out, release = (argv or sys.argv[1:])[:3]
     manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
     ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
