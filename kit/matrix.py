@@ -24,7 +24,7 @@ from kit.kernel import tolerance as tolerance_mod
 from kit.kernel.capabilities import APIS, MODEL_NAMES
 from kit.kernel.versions import direction
 from kit.notebooks import NOTEBOOKS
-from kit.records import classify, load_allow_list, load_records
+from kit.records import cell_id, classify, load_allow_list, load_records
 from kit.runs import Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
@@ -284,8 +284,7 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
         code = EXIT_OK
     reports.write_all(run.dir, records, split, manifest, code)
     return RunOutcome(run.id, run.dir, code, counts, failed_steps,
-                      [reports.cell_label(r) for r in split["failures"]],
-                      [reports.cell_label(r) for r, _ in split["allowed"]])
+                      [cell_id(r) for r in split["failures"]], [cell_id(r) for r, _ in split["allowed"]])
 
 
 def parse_tolerance(text: str | None) -> dict:

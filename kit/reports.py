@@ -12,10 +12,6 @@ COLUMNS = ["saved_with", "model", "api", "loaded_with", "direction", "verdict", 
            "infer_seconds", "error_type", "notebook", "record_file"]
 
 
-def cell_label(rec: dict) -> str:
-    return cell_id(rec)
-
-
 def notebook_of(run_dir: Path, rec: dict) -> str:
     """The executed notebook that produced a record."""
     return str(Path(run_dir) / "reload" / f"mxnet-{rec['loaded_with']}.ipynb")
@@ -96,7 +92,7 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
     for r in rows:
         counts[(r["direction"], r["verdict"])] = counts.get((r["direction"], r["verdict"]), 0) + 1
     lines += [f"| {d} | {v} | {n} |" for (d, v), n in sorted(counts.items())]
-    failing = [r for r in rows if not r["allowed"] and cell_id_row(r) in {cell_id(x) for x in split["failures"]}]
+    failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
     if split["allowed"]:
@@ -116,10 +112,6 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
     lines += ["", "Reproduce: `mxcompat run --save " + ",".join(req["save"]) + " --load " + ",".join(req["load"])
               + (" --forward" if req["forward"] else "") + "`", ""]
     path.write_text("\n".join(lines))
-
-
-def cell_id_row(row: dict) -> str:
-    return f"{row['model']}/{row['api']}/{row['saved_with']}/{row['loaded_with']}"
 
 
 def _cell_table(rows: list[dict]) -> list[str]:
