@@ -36,8 +36,11 @@ class LocalExecutor:
                 os.environ.pop("OMP_NUM_THREADS", None)
 
     def _run(self, steps, home_root, on_done, log_dir, ctx, results):
+        # one worker runs the steps in order: it can start each next step's kernel ahead of time
+        nexts = [s.kernel for s in steps[1:]] + [None] if self.jobs == 1 else [None] * len(steps)
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
-            futures = {pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s)): s for s in steps}
+            futures = {pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s), nxt): s
+                       for s, nxt in zip(steps, nexts)}
             for fut in as_completed(futures):
                 try:
                     result = StepResult(**fut.result())

@@ -76,24 +76,31 @@ def _output_to(log_path: str):
             os.close(saved[1])
 
 
-def execute_step(step: dict, home_root: str, log_path: str | None = None) -> dict:
-    """Run one step (in a worker process); never raises, returns a StepResult as a dict."""
+def execute_step(step: dict, home_root: str, log_path: str | None = None, next_kernel: str | None = None) -> dict:
+    """Run one step (in a worker process); never raises, returns a StepResult as a dict.
+
+    ``next_kernel``: the kernel the next step in this process will need, started now so it
+    is up when that step begins.
+    """
     if log_path:
         with _output_to(log_path):
-            return _execute(step, home_root)
-    return _execute(step, home_root)
+            return _execute(step, home_root, next_kernel)
+    return _execute(step, home_root, next_kernel)
 
 
 MAX_KERNEL_DEATHS = 50
 
 
-def _execute(step: dict, home_root: str) -> dict:
+def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict:
     from kit.home import KitHome
-    from kit.notebooks import run_notebook
+    from kit.notebooks import prestart, run_notebook
     os.environ.pop("MPLBACKEND", None)  # a kernel with MPLBACKEND=Agg would leave notebooks without figures
     for name in [k for k in os.environ if k.startswith("AWS_")]:
         os.environ.pop(name)  # kernels never need S3 credentials: the host moves artifacts
     started = time.monotonic()
+    prestart(step["kernel"], KitHome(home_root))  # no-op when the previous step already started it
+    if next_kernel:
+        prestart(next_kernel, KitHome(home_root))
     step = dict(step, parameters=dict(step["parameters"]))
     attempt = deaths = 0
     last = None
