@@ -186,7 +186,10 @@ def _csv(value):
 @main.command("run")
 @click.option("--save", "save", metavar="V,...", help="Releases that train and save artifacts (comma-separated).")
 @click.option("--load", "load", metavar="V,...", help="Releases that reload them (default: the --save releases).")
-@click.option("--models", metavar="M,...", help="Zoo models (default: all).")
+@click.option("--models", metavar="M,...",
+              help="Zoo models or groups: core (the default: small hand-written models), vision "
+                   "(ResNet-18 v1/v2, MobileNet v1/v2, SqueezeNet 1.1, DenseNet-121, VGG-11-BN, e2e ResNet-18 "
+                   "from gluon's model zoo; about 1 GB of artifacts per release), all.")
 @click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16),

@@ -21,7 +21,7 @@ from kit.errors import KitError, UsageError
 from kit.executors import get_executor
 from kit.home import KitHome
 from kit.kernel import tolerance as tolerance_mod
-from kit.kernel.capabilities import APIS, MODEL_NAMES
+from kit.kernel.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
 from kit.kernel.versions import direction
 from kit.notebooks import NOTEBOOKS
 from kit.records import cell_id, classify, load_allow_list, load_records
@@ -85,7 +85,13 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
     if unregistered:
         raise UsageError(f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
                          hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}")
-    checks = () if req.foreign else (("model", req.models, MODEL_NAMES), ("API", req.apis, APIS))
+    if not req.foreign:
+        models, unknown = expand_models(req.models)
+        if unknown:
+            raise UsageError(f"unknown model(s): {', '.join(unknown)}",
+                             hint=f"known: {', '.join(MODEL_NAMES)}; groups: {', '.join(MODEL_GROUPS)}")
+        req.models = models
+    checks = () if req.foreign else (("API", req.apis, APIS),)
     for what, given, known in checks:
         unknown = [x for x in given if x not in known]
         if unknown:
@@ -131,7 +137,7 @@ def _artifacts_complete(store: Path, release: str, models: list[str], apis: list
 
 def plan(req: RunRequest, run: Run, store: Path, home: KitHome) -> list[Step]:
     """The steps of a run, in order: train per saving release, reload per loading release, summary."""
-    models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
+    models, apis = req.models or list(CORE_MODELS), req.apis or list(APIS)
     steps = []
     for release in req.save:
         steps.append(Step(
@@ -241,7 +247,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
 
     started = time.monotonic()
     remote = _remote(req, home)
-    models, apis = req.models or list(MODEL_NAMES), req.apis or list(APIS)
+    models, apis = req.models or list(CORE_MODELS), req.apis or list(APIS)
     if remote is not None:
         from kit import store as store_mod
         counts = store_mod.pull(remote, store_mod.LocalStore(store), releases=req.save, models=models, apis=apis)

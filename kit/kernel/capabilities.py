@@ -10,7 +10,13 @@ from kit.kernel.versions import at_least
 APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
 
 #: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
-MODEL_NAMES = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
+CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
+#: real architectures from mxnet.gluon.model_zoo.vision (kit.kernel.vision_zoo): bigger, so opt-in.
+VISION_MODELS = ("resnet18_v1", "resnet18_v2", "mobilenet_v1", "mobilenet_v2", "squeezenet1_1", "densenet121",
+                 "vgg11_bn", "e2e_resnet18")
+MODEL_NAMES = CORE_MODELS + VISION_MODELS
+#: names that stand for several models wherever models are chosen; no model is selected means "core".
+MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": MODEL_NAMES}
 
 # api -> (first release that has it, what a user sees on older ones)
 _API_SINCE = {
@@ -31,6 +37,20 @@ _FEATURE_SINCE = {
     "batched_image_transforms": ("1.5.0", "before MXNet 1.5, ToTensor/Normalize take one HWC image and "
                                           "Resize is not a HybridBlock"),
 }
+
+
+def expand_models(names):
+    """``(models, unknown)``: ``names`` with groups expanded, in order, without repeats; none means "core"."""
+    if not names:
+        return list(CORE_MODELS), []
+    models, unknown = [], []
+    for name in ([names] if isinstance(names, str) else names):
+        for model in MODEL_GROUPS.get(name, (name,)):
+            if model not in MODEL_NAMES:
+                unknown.append(model)
+            elif model not in models:
+                models.append(model)
+    return models, unknown
 
 
 def _since(table, name, release):

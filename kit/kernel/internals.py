@@ -68,16 +68,16 @@ def evaluate(sym, arg_params, aux_params, inputs):
             os.environ["MXNET_SUBGRAPH_BACKEND"] = saved
 
 
-def first_samples(inputs, single=False):
-    """The first :data:`SAMPLES` samples of each input (one image when the model takes one per call)."""
-    return dict((k, v if single else v[:SAMPLES]) for k, v in inputs.items())
+def first_samples(inputs, single=False, samples=SAMPLES):
+    """The first ``samples`` samples of each input (one image when the model takes one per call)."""
+    return dict((k, v if single else v[:samples]) for k, v in inputs.items())
 
 
 def save(path, inputs, nodes):
     arrays = dict(("input.%s" % k, v) for k, v in inputs.items())
     arrays.update(("node.%s" % k, v) for k, v in nodes.items())
     arrays["order"] = np.array(list(nodes), dtype="U")
-    np.savez(path, **arrays)
+    np.savez_compressed(path, **arrays)  # relu outputs are mostly zeros: big models' files shrink a lot
 
 
 def load(path):
@@ -96,14 +96,15 @@ def record(adapter, spec, release, folder, manifest, batch_inputs):
     """
     from kit.kernel.adapters import GraphUnavailable
     single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
-    inputs = first_samples(batch_inputs, single)
+    samples = getattr(spec, "internals_samples", SAMPLES)
+    inputs = first_samples(batch_inputs, single, samples)
     try:
         sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
         nodes = evaluate(sym, arg, aux, inputs)
     except GraphUnavailable as e:
         return {"unavailable": str(e)}
     save(os.path.join(folder, INTERNALS), inputs, nodes)
-    return {"file": INTERNALS, "nodes": len(nodes), "samples": 1 if single else SAMPLES}
+    return {"file": INTERNALS, "nodes": len(nodes), "samples": 1 if single else samples}
 
 
 def main(argv=None):
@@ -119,7 +120,7 @@ def main(argv=None):
     ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
     spec, adapter = zoo.get(manifest["model"]), adapters.get(manifest["api"])
     single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
-    inputs = first_samples(ref["batch"]["input"], single)
+    inputs = first_samples(ref["batch"]["input"], single, spec.internals_samples)
     sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
     save(out, inputs, evaluate(sym, arg, aux, inputs))
     print(out)

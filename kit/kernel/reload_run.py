@@ -6,7 +6,7 @@ import traceback
 
 from kit.errors import KitError
 from kit.kernel import adapters, artifacts, metrics, tolerance, verdicts, zoo
-from kit.kernel.capabilities import APIS
+from kit.kernel.capabilities import APIS, MODEL_GROUPS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.kernel.versions import direction, release_key
@@ -201,6 +201,8 @@ def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=N
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
+    if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
+        models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
     found = find_artifacts(store, saved_versions, models, apis)
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
     for name, value, known in (("models", models, set(zoo.MODELS) | in_store),

@@ -12,7 +12,7 @@ import numpy as np
 
 from kit.errors import KitError
 from kit.kernel import adapters, artifacts, cases, internals, zoo
-from kit.kernel.capabilities import APIS
+from kit.kernel.capabilities import APIS, MODEL_GROUPS, expand_models
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
 from kit.kernel.versions import same_release
@@ -47,7 +47,10 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
     """
     check_kernel(release)
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
-    models = _select(models, list(zoo.MODELS), "models")
+    models, unknown = expand_models(models)
+    if unknown:
+        raise KitError("unknown models: %s" % ", ".join(unknown),
+                       hint="known: %s; groups: %s" % (", ".join(zoo.MODELS), ", ".join(sorted(MODEL_GROUPS))))
     apis = _select(apis, list(APIS), "APIs")
     env = fingerprint(release)
     rows, histories = [], {}
@@ -125,7 +128,7 @@ def _save_one(spec, release, api, trained, final, env, log):
             "load": dict((k, v) for k, v in load_info.items() if k != "files"),
             "param_version": artifacts.param_version(trained.param_arrays()),
             "training": trained.summary,
-            "variant": _variant(spec, release),
+            "variant": spec.variant(release),
         })
         # the reference is what loading the artifact gives in the saving release itself
         predictor = adapter.load(spec, release, tmp, manifest)
@@ -155,14 +158,6 @@ def _save_one(spec, release, api, trained, final, env, log):
     return _row(spec.name, api, "saved", final, files=sorted(manifest["files"]),
                 heldout_accuracy=trained.summary["heldout_accuracy"], param_version=manifest["param_version"],
                 roundtrip=manifest["reference"]["roundtrip_max_abs_error"])
-
-
-def _variant(spec, release):
-    if spec.name == "e2e":
-        return {"transforms": zoo.e2e_transform_names(release), "batched": zoo.e2e_batched(release)}
-    if spec.name == "lstm":
-        return {"hybrid": spec.has_graph(release)[0]}
-    return {}
 
 
 def _param_table(arrays):

@@ -5,11 +5,7 @@ import numpy as np
 import mxnet as mx
 from mxnet import autograd, gluon
 
-from kit.kernel import data, zoo
-
-N_TRAIN = 512
-N_HELDOUT = 256
-
+from kit.kernel import data
 
 def nd_input(array):
     """An NDArray that keeps the numpy dtype (uint8 pixels stay uint8)."""
@@ -89,16 +85,16 @@ def _accuracy(scores, y):
 def train(spec, release, seed=0, epochs=None):
     """Train ``spec`` in this kernel's release; a :class:`Trained` with loss history and a summary."""
     epochs = spec.epochs if epochs is None else int(epochs)
-    x, y = spec.data(N_TRAIN, seed, release)
-    xh, yh = spec.data(N_HELDOUT, seed + 1, release)
+    x, y = spec.data(spec.n_train, seed, release)
+    xh, yh = spec.data(spec.n_heldout, seed + 1, release)
     started = time.time()
     if spec.kind == "symbol":
         trained = _train_module(spec, release, x, y, xh, yh, epochs, seed)
     else:
         trained = _train_gluon(spec, release, x, y, xh, yh, epochs, seed)
     trained.summary.update({
-        "epochs": epochs, "seed": seed, "n_train": N_TRAIN, "n_heldout": N_HELDOUT,
-        "final_loss": float(np.mean(trained.history[-max(1, N_TRAIN // spec.batch_size):])),
+        "epochs": epochs, "seed": seed, "n_train": spec.n_train, "n_heldout": spec.n_heldout,
+        "final_loss": float(np.mean(trained.history[-max(1, spec.n_train // spec.batch_size):])),
         "chance_accuracy": 1.0 / spec.n_classes, "seconds": round(time.time() - started, 3),
     })
     trained.heldout = (xh, yh)
@@ -110,9 +106,10 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
     net = spec.build(release)
     net.initialize(mx.init.Xavier(), ctx=mx.cpu())
     target = net
-    if spec.name == "e2e":
+    if spec.fused_front:
         # the transforms have no parameters: train the classifier on what the fused front produces
-        x, xh = _e2e_features(net, release, x), _e2e_features(net, release, xh)
+        batched = spec.variant(release).get("batched", True)
+        x, xh = _front_features(net, batched, x), _front_features(net, batched, xh)
         target = net.classifier
     if isinstance(target, gluon.HybridBlock):
         target.hybridize()
@@ -134,9 +131,9 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
                    summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc})
 
 
-def _e2e_features(net, release, x):
-    if zoo.e2e_batched(release):
-        return net.front(nd_input(x)).asnumpy()
+def _front_features(net, batched, x):
+    if batched:
+        return np.concatenate([net.front(nd_input(x[i:i + 16])).asnumpy() for i in range(0, len(x), 16)], axis=0)
     return np.concatenate([net.front(nd_input(img)).asnumpy() for img in x], axis=0)
 
 

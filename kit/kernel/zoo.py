@@ -9,61 +9,12 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data
+from kit.kernel import data, vision_zoo
 from kit.kernel.capabilities import has_feature
+from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
-
-
-class InputSpec(object):
-    """One model input: its name, per-sample shape, dtype and value kind (float, tokens, pixels)."""
-
-    def __init__(self, name, shape, dtype, kind, vocab=None):
-        self.name, self.shape, self.dtype, self.kind, self.vocab = name, tuple(shape), dtype, kind, vocab
-
-    def to_dict(self):
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "kind": self.kind,
-                "vocab": self.vocab}
-
-
-class ModelSpec(object):
-    """What a zoo model is, how to build it and its data, and which releases can build it."""
-
-    def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
-                 epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=()):
-        self.name, self.version, self.kind, self.description = name, version, kind, description
-        self.inputs, self.n_classes = inputs, n_classes
-        self.make_data, self.build = make_data, build
-        self.epochs, self.lr, self.batch_size = epochs, lr, batch_size
-        self.needs, self.graph_needs, self.label_names = tuple(needs), tuple(graph_needs), tuple(label_names)
-
-    def data(self, n, seed, release):
-        """``(x, y)``: ``n`` samples of this model's synthetic data, as ``release`` builds the model."""
-        return self.make_data(n, seed, release)
-
-    def supported(self, release, variant=None):
-        """``(True, None)`` when ``release`` can build this model (in ``variant``), else ``(False, reason)``."""
-        needs = self.needs + (("batched_image_transforms",) if (variant or {}).get("batched") else ())
-        for feature in needs:
-            ok, reason = has_feature(release, feature)
-            if not ok:
-                return False, reason
-        return True, None
-
-    def has_graph(self, release):
-        """``(True, None)`` when ``release`` can trace this model to a symbol graph (export, Module)."""
-        for feature in self.graph_needs:
-            ok, reason = has_feature(release, feature)
-            if not ok:
-                return False, reason
-        return True, None
-
-    def input_specs(self, release):
-        """The inputs as ``release`` builds the model (the end-to-end model's shape depends on it)."""
-        if callable(self.inputs):
-            return self.inputs(release)
-        return self.inputs
 
 
 # -- gluon building blocks ---------------------------------------------------------------------
@@ -255,7 +206,8 @@ MODELS = dict((spec.name, spec) for spec in [
               lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed), build_resnet_bn),
     ModelSpec("lstm", 1, "gluon", "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
               [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
-              lambda n, seed, release: data.tokens(n, seed=seed), build_lstm, epochs=6, graph_needs=("hybrid_rnn",)),
+              lambda n, seed, release: data.tokens(n, seed=seed), build_lstm, epochs=6, graph_needs=("hybrid_rnn",),
+              variant=lambda release: {"hybrid": has_feature(release, "hybrid_rnn")[0]}),
     ModelSpec("embedding", 1, "gluon", "Embedding, mean over time, Dense text classifier",
               [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
               lambda n, seed, release: data.tokens(n, seed=seed), build_embedding, epochs=6),
@@ -264,8 +216,10 @@ MODELS = dict((spec.name, spec) for spec in [
               lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_symbolic,
               label_names=("softmax_label",)),
     ModelSpec("e2e", 1, "gluon", "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
-              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",)),
+              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",), fused_front=True,
+              variant=lambda release: {"transforms": e2e_transform_names(release), "batched": e2e_batched(release)}),
 ])
+MODELS.update((spec.name, spec) for spec in vision_zoo.SPECS)  # after the hand-written ones, in their order
 
 
 def get(name):

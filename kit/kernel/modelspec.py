@@ -1,0 +1,62 @@
+"""What a zoo model is: its inputs, how to build it and its data, which releases can build it."""
+from kit.kernel.capabilities import has_feature
+
+
+class InputSpec(object):
+    """One model input: its name, per-sample shape, dtype and value kind (float, tokens, pixels)."""
+
+    def __init__(self, name, shape, dtype, kind, vocab=None):
+        self.name, self.shape, self.dtype, self.kind, self.vocab = name, tuple(shape), dtype, kind, vocab
+
+    def to_dict(self):
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "kind": self.kind,
+                "vocab": self.vocab}
+
+
+class ModelSpec(object):
+    """What a zoo model is, how to build it and its data, and which releases can build it."""
+
+    def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
+                 epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=(),
+                 n_train=512, n_heldout=256, internals_samples=2, fused_front=False, variant=None):
+        self.name, self.version, self.kind, self.description = name, version, kind, description
+        self.inputs, self.n_classes = inputs, n_classes
+        self.make_data, self.build = make_data, build
+        self.epochs, self.lr, self.batch_size = epochs, lr, batch_size
+        self.needs, self.graph_needs, self.label_names = tuple(needs), tuple(graph_needs), tuple(label_names)
+        # big models train on fewer samples and record internals for fewer samples (sizes, not semantics)
+        self.n_train, self.n_heldout, self.internals_samples = n_train, n_heldout, internals_samples
+        # a parameter-free ``front`` (data transforms) before a trainable ``classifier``
+        self.fused_front = fused_front
+        self._variant = variant
+
+    def variant(self, release):
+        """What differs in how ``release`` builds this model (recorded in the manifest; ``{}`` when nothing)."""
+        return self._variant(release) if self._variant else {}
+
+    def data(self, n, seed, release):
+        """``(x, y)``: ``n`` samples of this model's synthetic data, as ``release`` builds the model."""
+        return self.make_data(n, seed, release)
+
+    def supported(self, release, variant=None):
+        """``(True, None)`` when ``release`` can build this model (in ``variant``), else ``(False, reason)``."""
+        needs = self.needs + (("batched_image_transforms",) if (variant or {}).get("batched") else ())
+        for feature in needs:
+            ok, reason = has_feature(release, feature)
+            if not ok:
+                return False, reason
+        return True, None
+
+    def has_graph(self, release):
+        """``(True, None)`` when ``release`` can trace this model to a symbol graph (export, Module)."""
+        for feature in self.graph_needs:
+            ok, reason = has_feature(release, feature)
+            if not ok:
+                return False, reason
+        return True, None
+
+    def input_specs(self, release):
+        """The inputs as ``release`` builds the model (the end-to-end model's shape depends on it)."""
+        if callable(self.inputs):
+            return self.inputs(release)
+        return self.inputs
