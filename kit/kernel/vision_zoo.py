@@ -61,17 +61,31 @@ def _zoo_builder(name, constructor, head_pool=False):
     return build
 
 
+def _front_blocks():
+    from mxnet.gluon.data.vision import transforms
+    return [transforms.Resize((E2E_NET_SIZE, E2E_NET_SIZE)), transforms.ToTensor(),
+            transforms.Normalize(mean=MEAN, std=STD)]
+
+
+def eager_front():
+    """The transforms of ``e2e_resnet18`` as a plain Sequential that is never hybridized (run op by op).
+
+    Not ``transforms.Compose``: it hybridizes runs of HybridBlocks itself.
+    """
+    front = nn.Sequential()
+    front.add(*_front_blocks())
+    return front
+
+
 class FusedResNet18(gluon.HybridBlock):
     """Raw HWC uint8 batches in, class scores out: Resize(224, 224), ToTensor, Normalize, ResNet-18 v1."""
 
     def __init__(self, **kwargs):
         super(FusedResNet18, self).__init__(**kwargs)
-        from mxnet.gluon.data.vision import transforms
         with self.name_scope():
             self.front = nn.HybridSequential()
             with self.front.name_scope():
-                self.front.add(transforms.Resize((E2E_NET_SIZE, E2E_NET_SIZE)), transforms.ToTensor(),
-                               transforms.Normalize(mean=MEAN, std=STD))
+                self.front.add(*_front_blocks())
             self.classifier = _vision().resnet18_v1(classes=N_CLASSES, prefix="net_")
 
     def hybrid_forward(self, F, x):
@@ -83,8 +97,8 @@ def build_e2e_resnet18(release, variant=None):
 
 
 def front_transforms():
-    """The transforms of ``e2e_resnet18``, in order (the benchmark runs them eagerly)."""
-    return ["Resize", "ToTensor", "Normalize"]
+    """The names of ``e2e_resnet18``'s transforms, in order."""
+    return [type(b).__name__ for b in _front_blocks()]
 
 
 def _images(n, seed, release):
