@@ -203,9 +203,13 @@ def _csv(value):
               help="Known incompatibilities (YAML/JSON list of cell: MODEL/API/SAVED/LOADED glob, reason, expires).")
 @click.option("--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish.")
 @click.option("--runs-dir", metavar="PATH", help="Where run folders go (default: runs/ at the repository root).")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where steps run: a local process pool, or a Dask cluster (needs --scheduler and --store).")
+@click.option("--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+              help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 (or DASK_SCHEDULER_ADDRESS).")
 @handle_errors
 def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, retrain, allow_list, resume_id,
-            runs_dir):
+            runs_dir, executor, scheduler):
     """Run the matrix: train per --save release, reload per --load release, then the summary.
 
     Every executed notebook, record and report lands in runs/<run-id>/. Exit codes:
@@ -216,17 +220,20 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
       mxcompat run --save 1.0.0.post4,1.4.1,1.9.1
       mxcompat run --save 1.4.1 --load 1.9.1,rc1 --models lenet,e2e --jobs 2
       mxcompat run --resume 20261202-101500
+      mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
     from kit import matrix
     if resume_id:
         if save or load or run_id:
             raise UsageError("--resume takes the run's own arguments; do not give --save, --load or --run-id")
-        outcome = matrix.resume(resume_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo)
+        outcome = matrix.resume(resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler,
+                                on_event=click.echo)
     else:
         req = matrix.RunRequest(save=_csv(save), load=_csv(load) or _csv(save), models=_csv(models), apis=_csv(apis),
                                 forward=forward, tolerance=matrix.parse_tolerance(tolerance), retrain=retrain,
                                 allow_list=allow_list, store=store)
-        outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo)
+        outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, executor=executor,
+                                    scheduler=scheduler, on_event=click.echo)
     _report(outcome)
 
 

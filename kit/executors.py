@@ -51,14 +51,21 @@ class LocalExecutor:
         return results
 
 
-EXECUTORS = {"local": LocalExecutor}
+def _dask(**options):
+    from kit.dask_executor import DaskExecutor  # distributed is imported only when asked for
+    return DaskExecutor(**options)
 
 
-def get_executor(name: str, **kwargs):
-    try:
-        return EXECUTORS[name](**kwargs)
-    except KeyError:
-        raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS)) from None
+EXECUTORS: dict[str, Callable] = {"local": LocalExecutor, "dask": _dask}
+#: executors whose steps run elsewhere: environments live on the workers, not here
+REMOTE = {"dask"}
+
+
+def get_executor(name: str, **options):
+    """An executor by name; ``options`` are its own (``jobs`` for local; scheduler, store, ... for dask)."""
+    if name not in EXECUTORS:
+        raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS))
+    return EXECUTORS[name](**options)
 
 
 def _log_path(log_dir: str | None, step: Step) -> str | None:

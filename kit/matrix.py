@@ -18,7 +18,7 @@ import kit
 from kit import kernelspecs, reports
 from kit.envs import EnvManager
 from kit.errors import KitError, UsageError
-from kit.executors import get_executor
+from kit.executors import REMOTE, get_executor
 from kit.home import KitHome
 from kit.kernel import tolerance as tolerance_mod
 from kit.kernel.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
@@ -61,8 +61,12 @@ class RunOutcome:
     allowed: list[str]
 
 
-def validate(req: RunRequest, manager: EnvManager) -> None:
-    """Refuse bad arguments before any work starts: releases, environments, models, APIs, tolerance."""
+def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True) -> None:
+    """Refuse bad arguments before any work starts: releases, environments, models, APIs, tolerance.
+
+    ``local_envs=False`` (steps run on workers, which build their own environments) skips
+    the checks of this machine's environments and kernels.
+    """
     if not req.save:
         raise UsageError("--save needs at least one release")
     if not req.load:
@@ -70,6 +74,8 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
     missing = []
     for name in dict.fromkeys(req.save + req.load):
         manager.resolve(name)  # unknown release: error listing the known ones
+        if not local_envs:
+            continue
         try:
             env = manager.get(name)
         except KitError:
@@ -81,7 +87,7 @@ def validate(req: RunRequest, manager: EnvManager) -> None:
         raise UsageError(f"no ready environment for {', '.join(missing)}",
                          hint=f"create them first: mxcompat env create {' '.join(missing)}")
     unregistered = [n for n in dict.fromkeys(req.save + req.load)
-                    if kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
+                    if local_envs and kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
     if unregistered:
         raise UsageError(f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
                          hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}")
@@ -172,34 +178,45 @@ def _direction(saved: str, loaded: str) -> str:
 
 
 def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, runs_root: str | Path | None = None,
-               executor: str = "local", home: KitHome | None = None, on_event: Callable[[str], None] = print
-               ) -> RunOutcome:
+               executor: str = "local", scheduler: str | None = None, home: KitHome | None = None,
+               on_event: Callable[[str], None] = print) -> RunOutcome:
+    """Run the matrix of ``req``: with ``executor="dask"`` its steps run on the cluster at ``scheduler``."""
     home = home or KitHome()
     manager = EnvManager(home)
-    validate(req, manager)
+    validate(req, manager, local_envs=executor not in REMOTE)
     root = runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
     if run.exists():
         raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
                          hint=f"resume it with --resume {run.id}, or pick another --run-id")
+    runner = _executor(executor, jobs, scheduler, req, run, on_event)  # a cluster is reached before any work
     store = _local_store(req, home)
-    _check_writable(store)
+    if executor not in REMOTE:  # with workers, the store is theirs to write
+        _check_writable(store)
     run.lock()
     try:
         steps = plan(req, run, store, home)
         manifest = {
             "run_id": run.id, "kit_version": kit.__version__, "created_at": _now(), "request": req.to_dict(),
-            "store": str(store), "order": [s.id for s in steps],
+            "store": str(store), "order": [s.id for s in steps], "executor": executor,
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
         }
         run.write_manifest(manifest)
-        return _execute(run, manifest, req, jobs, executor, home, on_event)
+        return _execute(run, manifest, req, runner, home, on_event)
     finally:
         run.unlock()
 
 
+def _executor(name: str, jobs: int, scheduler: str | None, req: RunRequest, run: Run, on_event):
+    options: dict = {"jobs": jobs}
+    if name in REMOTE:
+        options.update(scheduler=scheduler, store=req.store, run_id=run.id, run_dir=str(run.dir), on_event=on_event)
+    return get_executor(name, **options)
+
+
 def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, executor: str = "local",
-           home: KitHome | None = None, on_event: Callable[[str], None] = print) -> RunOutcome:
+           scheduler: str | None = None, home: KitHome | None = None, on_event: Callable[[str], None] = print
+           ) -> RunOutcome:
     """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports."""
     home = home or KitHome()
     run = Run(runs_root or runs_dir(), run_id)
@@ -209,17 +226,19 @@ def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, e
     try:
         manifest = run.read_manifest()
         req = RunRequest(**manifest["request"])
-        validate(req, EnvManager(home))
+        validate(req, EnvManager(home), local_envs=executor not in REMOTE)
+        runner = _executor(executor, jobs, scheduler, req, run, on_event)
+        manifest["executor"] = executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in ("ok", "cached")]
         on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
-        return _execute(run, manifest, req, jobs, executor, home, on_event)
+        return _execute(run, manifest, req, runner, home, on_event)
     finally:
         run.unlock()
 
 
-def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name: str, home: KitHome,
+def _execute(run: Run, manifest: dict, req: RunRequest, executor, home: KitHome,
              on_event: Callable[[str], None]) -> RunOutcome:
-    executor = get_executor(executor_name, jobs=jobs)
+    elsewhere = executor.name in REMOTE
     kernelspecs.ensure_host_kernel(home)
     store = Path(manifest["store"])
     steps = {i: Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
@@ -248,6 +267,11 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
     started = time.monotonic()
     remote = _remote(req, home)
     models, apis = req.models or list(CORE_MODELS), req.apis or list(APIS)
+    in_remote = None
+    if elsewhere:  # workers pull and push themselves; here only what the store already holds is asked
+        from kit import store as store_mod
+        in_remote = {(r.release, r.model, r.api) for r in store_mod.open_store(req.store).refs() if r.version is None}
+        remote = None
     if remote is not None:
         from kit import store as store_mod
         counts = store_mod.pull(remote, store_mod.LocalStore(store), releases=req.save, models=models, apis=apis)
@@ -256,7 +280,9 @@ def _execute(run: Run, manifest: dict, req: RunRequest, jobs: int, executor_name
         todo = [s for s in steps.values() if s.kind == kind and manifest["steps"][s.id]["status"] not in ("ok", "cached")]
         if kind == "train":
             for s in list(todo):
-                if not req.retrain and _artifacts_complete(store, s.release, models, apis):
+                complete = (all((s.release, m, a) in in_remote for m in models for a in apis) if in_remote is not None
+                            else _artifacts_complete(store, s.release, models, apis))
+                if not req.retrain and complete:
                     record(StepResult(s.id, "cached", 0.0))
                     todo.remove(s)
         if kind == "summary":

@@ -109,8 +109,13 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
             last = ((manifest["steps"][i].get("error") or "").strip().splitlines() or [""])[-1]
             lines.append(f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
                          f"log: `logs/{i.replace(':', '-')}.log`)")
-    lines += ["", "Reproduce: `mxcompat run --save " + ",".join(req["save"]) + " --load " + ",".join(req["load"])
-              + (" --forward" if req["forward"] else "") + "`", ""]
+    again = f"mxcompat run --save {','.join(req['save'])} --load {','.join(req['load'])}"
+    for flag, values in (("--models", req.get("models")), ("--apis", req.get("apis"))):
+        if values:
+            again += f" {flag} {','.join(values)}"
+    if req.get("store"):
+        again += f" --store {req['store']}"
+    lines += ["", f"Reproduce: `{again}{' --forward' if req['forward'] else ''}`", ""]
     path.write_text("\n".join(lines))
 
 

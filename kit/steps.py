@@ -165,3 +165,22 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     if output.exists():  # keep the executed notebook of the attempt the kernel died in
         output.replace(output.with_name(f"{output.stem}.died-{death}{output.suffix}"))
     return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kit.steps STEP.json HOME [LOG]``: run one step in this process, print its result as JSON.
+
+    A Dask worker runs steps this way, in a child process: the step's environment
+    (no AWS credentials, its own stdout) never touches the worker's.
+    """
+    import json
+    args = sys.argv[1:] if argv is None else argv
+    with open(args[0]) as f:
+        step = json.load(f)
+    result = execute_step(step, args[1], args[2] if len(args) > 2 else None)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

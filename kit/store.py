@@ -5,6 +5,7 @@ Layout, relative to the store root::
     <release>/<model>/<api>/                     the current artifact (what runs reload)
     .versions/<release>/<model>/<api>/<mv>-<pv>/ replaced versions, still loadable by version
     index.json                                   every artifact version: identity and file hashes
+    .runs/<run-id>/<attempt>/                    what a step run on another machine produced (dask executor)
 
 An artifact is complete only when its ``manifest.json`` is present and every file
 hashes as the manifest says: uploads write the manifest last (and remove an old one
@@ -28,6 +29,7 @@ from kit.home import KitHome
 from kit.kernel import artifacts
 
 INDEX = "index.json"
+RUNS_PREFIX = ".runs"  # outputs of steps that ran on other machines (the dask executor), per run and attempt
 
 
 class StoreError(KitError):
@@ -124,6 +126,20 @@ class LocalStore:
     def staging(self, ref: Ref) -> Path:
         return Path(artifacts.staging_dir(str(self.path(ref))))
 
+    def write_blob(self, rel: str, data: bytes) -> None:
+        """A file that is not an artifact (a remote step's outputs under ``.runs/``), written atomically."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    def read_blob(self, rel: str) -> bytes:
+        try:
+            return (self.root / rel).read_bytes()
+        except OSError as e:
+            raise StoreError(f"cannot read {self.url}/{rel}: {e}") from None
+
 
 class S3Store:
     """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
@@ -195,7 +211,7 @@ class S3Store:
             if not page.get("IsTruncated"):
                 break
             token = page["NextContinuationToken"]
-        return _refs_from_manifest_paths(r for r in rels if not r.startswith(".uploads/"))
+        return _refs_from_manifest_paths(r for r in rels if not r.startswith((".uploads/", RUNS_PREFIX + "/")))
 
     def get_bytes(self, rel: str) -> bytes:
         body = self._call(f"download of {rel}", self.client.get_object, Bucket=self.bucket, Key=self.key(rel))["Body"]
@@ -270,6 +286,13 @@ class S3Store:
             dest.commit(ref, staged)
         finally:
             shutil.rmtree(staged, ignore_errors=True)
+
+    def write_blob(self, rel: str, data: bytes) -> None:
+        """A file that is not an artifact (a remote step's outputs under ``.runs/``)."""
+        self._put(rel, data)
+
+    def read_blob(self, rel: str) -> bytes:
+        return self.get_bytes(rel)
 
     def write_index(self, index: dict) -> None:
         self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())

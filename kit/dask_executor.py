@@ -1,0 +1,136 @@
+"""The Dask distributed executor: the matrix's steps on a cluster, with the store as the only thing shared.
+
+Train and reload steps run on workers through :func:`kit.remote_step.run_remote`;
+the summary (it reads the run folder) runs here. Each release is routed to one
+worker (one that already has its environment when there is one, else the least
+loaded), so a worker builds each release at most once; the routing is loose, so
+when that worker is lost Dask runs the step elsewhere. A finished step's outputs
+are downloaded from the store into the run folder, verified by hash, from the one
+attempt that finished: a retried step never adds records twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+from kit.errors import KitError, UsageError
+from kit.steps import Step, StepResult
+
+CONNECT_TIMEOUT = "10s"
+
+
+def _client(scheduler: str):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UsageError("the dask executor needs the distributed package",
+                         hint="pip install 'mxnet-compat-kit[dask]' (or: pip install distributed)") from None
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise KitError(f"cannot reach the Dask scheduler at {scheduler}: {e}",
+                       hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`") from None
+
+
+def route(releases: list[str], ready: dict[str, list[str]], names: dict[str, str]) -> dict[str, str]:
+    """release -> worker address: a worker that has the release's environment, else the least loaded one.
+
+    ``ready`` maps worker address to the releases ready there, ``names`` address to worker name
+    (ties go by name, so the same cluster routes the same way every time).
+    """
+    if not ready:
+        raise KitError("the Dask cluster has no workers", hint="start workers with `dask worker SCHEDULER-ADDRESS`")
+    load = {addr: 0 for addr in ready}
+    out = {}
+    for release in releases:
+        having = [a for a in ready if release in ready[a]]
+        pool = having or list(ready)
+        addr = min(pool, key=lambda a: (load[a], names.get(a, a)))
+        out[release] = addr
+        load[addr] += 1
+    return out
+
+
+class DaskExecutor:
+    """Runs steps on a Dask cluster at ``scheduler``; ``store`` is the store every worker reads and writes."""
+
+    name = "dask"
+
+    def __init__(self, jobs: int = 1, scheduler: str | None = None, store: str | None = None,
+                 run_id: str | None = None, run_dir: str | None = None, endpoint_url: str | None = None,
+                 on_event: Callable[[str], None] = print):
+        if not scheduler:
+            raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
+        if not store:
+            raise UsageError("--executor dask needs --store: s3://bucket/prefix, or a folder every worker sees",
+                             hint="workers share nothing but the store")
+        self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run_id, Path(run_dir)
+        self.endpoint_url, self.on_event = endpoint_url, on_event
+        self.routes: dict[str, str] = {}
+        _client(scheduler).close()  # unreachable: say so now, before the run starts
+
+    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None],
+            log_dir: str | None = None) -> list[StepResult]:
+        steps = list(steps)
+        here = [s for s in steps if s.release is None]  # the summary reads the run folder: it runs here
+        there = [s for s in steps if s.release is not None]
+        results = self._run_remote(there, on_done) if there else []
+        if here:
+            from kit.executors import LocalExecutor
+            results += LocalExecutor(1).run(here, home_root, on_done, log_dir=log_dir)
+        return results
+
+    def _run_remote(self, steps: list[Step], on_done) -> list[StepResult]:
+        from distributed import as_completed
+
+        from kit import remote_step
+        client = _client(self.scheduler)
+        try:
+            info = client.scheduler_info()["workers"]
+            names = {addr: str(w.get("name", addr)) for addr, w in info.items()}
+            ready = client.run(remote_step.ready_releases)
+            self.routes = route(sorted({s.release for s in steps}), ready, names)
+            futures = {}
+            for s in steps:
+                addr = self.routes[s.release]
+                task = {"step": s.to_dict(), "store": self.store, "run_id": self.run_id,
+                        "endpoint_url": self.endpoint_url, "notebook_name": Path(s.notebook).name,
+                        "output_rel": Path(s.output).relative_to(self.run_dir).as_posix()}
+                fut = client.submit(remote_step.run_remote, task, key=f"{self.run_id}-{s.id}-{os.urandom(4).hex()}",
+                                    pure=False, workers=[addr], allow_other_workers=True)
+                futures[fut] = s
+                self.on_event(f"    {s.id} -> worker {names.get(addr, addr)}")
+            results = []
+            for fut in as_completed(list(futures), loop=client.loop):
+                s = futures[fut]
+                try:
+                    out = fut.result()
+                    self._fetch(out)
+                    result = StepResult(**dict(out["result"], seconds=out["seconds"]))  # with build and transfers
+                    note = f"    {s.id} ran on worker {out['worker']}"
+                    if out["built_env"]:
+                        note += f" (built mxnet-{s.release} there)"
+                    self.on_event(note)
+                except Exception as e:  # noqa: BLE001 - a lost worker past Dask's retries, a build error, ...
+                    result = StepResult(s.id, "failed", 0.0, 1, f"{type(e).__name__}: {e}", type(e).__name__)
+                results.append(result)
+                on_done(result)
+            return results
+        finally:
+            client.close()
+
+    def _fetch(self, out: dict) -> None:
+        """The attempt's files, from the store into the run folder, each verified by its hash."""
+        from kit import store as store_mod
+        remote = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+        for rel, digest in sorted(out["files"].items()):
+            data = remote.read_blob(f"{out['prefix']}/{rel}")
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise KitError(f"{out['prefix']}/{rel} in {self.store} does not match its hash")
+            path = self.run_dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
