@@ -86,6 +86,16 @@ def test_artifacts_record_what_was_built(vision_run):
     assert "resnet18_v1_conv0_weight" in params and params["resnet18_v1_conv0_weight"]["shape"] == [64, 3, 7, 7]
 
 
+def test_every_architecture_answers_differently_for_different_inputs(vision_run):
+    """A network that gives every input the same output could not show a regression: none of them may."""
+    import numpy as np
+    for model in CLASSIC + list(NEW_IN_LATER):
+        with np.load(vision_run["store"] / MIDDLE / model / "export" / "reference.npz") as z:
+            outputs = [z[k] for k in z.files if k.startswith("batch") and "output" in k]
+        assert outputs, model
+        assert outputs[0].std(axis=0).max() > 0.05, (model, outputs[0])
+
+
 def test_fixed_head_pools_become_global_and_nothing_else_changes(vision_run):
     for model, fixed in (("squeezenet1_1", "13"), ("densenet121", "7")):
         path = vision_run["store"] / MIDDLE / model / "export" / "model-symbol.json"

@@ -18,7 +18,8 @@ class ModelSpec(object):
 
     def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
                  epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=(),
-                 n_train=512, n_heldout=256, internals_samples=2, fused_front=False, variant=None):
+                 n_train=512, n_heldout=256, internals_samples=2, fused_front=False, variant=None,
+                 calibrate_batchnorm=False, initializer=None):
         self.name, self.version, self.kind, self.description = name, version, kind, description
         self.inputs, self.n_classes = inputs, n_classes
         self.make_data, self.build = make_data, build
@@ -28,7 +29,15 @@ class ModelSpec(object):
         self.n_train, self.n_heldout, self.internals_samples = n_train, n_heldout, internals_samples
         # a parameter-free ``front`` (data transforms) before a trainable ``classifier``
         self.fused_front = fused_front
+        # after training, BatchNorm running statistics from one pass over training data (short trainings)
+        self.calibrate_batchnorm = calibrate_batchnorm
+        self._initializer = initializer
         self._variant = variant
+
+    def initializer(self):
+        """The weight initializer training starts from (MXNet's Xavier unless the spec says otherwise)."""
+        import mxnet as mx
+        return self._initializer() if self._initializer else mx.init.Xavier()
 
     def variant(self, release):
         """What differs in how ``release`` builds this model (recorded in the manifest; ``{}`` when nothing)."""

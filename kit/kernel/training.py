@@ -104,7 +104,7 @@ def train(spec, release, seed=0, epochs=None):
 def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
     _seed(seed)
     net = spec.build(release)
-    net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+    net.initialize(spec.initializer(), ctx=mx.cpu())
     target = net
     if spec.fused_front:
         # the transforms have no parameters: train the classifier on what the fused front produces
@@ -123,12 +123,54 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
             loss.backward()
             trainer.step(len(xb))
             history.append(float(loss.mean().asscalar()))
+    if spec.calibrate_batchnorm:
+        calibrate_batchnorm(target, x)
     train_acc = _accuracy(target(nd_input(x)).asnumpy(), y)
     heldout_acc = _accuracy(target(nd_input(xh)).asnumpy(), yh)
     if isinstance(net, gluon.HybridBlock):
         net.hybridize()
     return Trained(spec, release, net=net, history=history,
                    summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc})
+
+
+def _children(block):
+    kids = block._children  # a list before MXNet 1.3, an OrderedDict after
+    return list(kids.values()) if isinstance(kids, dict) else list(kids)
+
+
+def calibrate_batchnorm(net, x, n=64):
+    """Set every BatchNorm's running statistics to those of ``x[:n]``: one forward pass in training mode.
+
+    A few training steps leave running statistics mostly at their initial values
+    (momentum 0.9): a deep network then answers the same for every input in
+    inference, and no change in a later release could show. Momentum 0 for one pass
+    makes the running statistics exactly the batch's; the weights do not change.
+    """
+    blocks, todo = [], [net]
+    while todo:
+        block = todo.pop()
+        blocks.append(block)
+        todo.extend(_children(block))
+    found = [b for b in blocks if isinstance(b, gluon.nn.BatchNorm)]
+    momenta = [b._kwargs["momentum"] for b in found]
+    for b in found:
+        b._kwargs["momentum"] = 0.0
+    _drop_cached_graphs(blocks)  # they hold the old momentum
+    with autograd.record():
+        out = net(nd_input(x[:n]))
+    out.backward()  # MXNet updates running statistics in BatchNorm's backward pass; no optimizer step follows
+    out.wait_to_read()
+    for b, m in zip(found, momenta):
+        b._kwargs["momentum"] = m
+    _drop_cached_graphs(blocks)
+    return len(found)
+
+
+def _drop_cached_graphs(blocks):
+    # hybridize() drops them only from MXNet 1.1 on; _clear_cached_op exists in every 1.x
+    for block in blocks:
+        if hasattr(block, "_clear_cached_op"):
+            block._clear_cached_op()
 
 
 def _front_features(net, batched, x):

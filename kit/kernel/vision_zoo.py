@@ -109,10 +109,17 @@ def _raw_images(n, seed, release):
     return data.raw_images(n, size=E2E_RAW_SIZE, n_classes=N_CLASSES, seed=seed)
 
 
-def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n_train=128):
+def he_normal():
+    """He (MSRA) initialization, the usual start for deep ReLU networks: activations keep their scale."""
+    import mxnet as mx
+    return mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2)
+
+
+def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n_train=128, lr=0.001):
     return ModelSpec(name, 1, "gluon", description, [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
-                     N_CLASSES, _images, _zoo_builder(name, constructor, head_pool), epochs=epochs, lr=0.001,
-                     needs=needs, n_train=n_train, n_heldout=64)
+                     N_CLASSES, _images, _zoo_builder(name, constructor, head_pool), epochs=epochs, lr=lr,
+                     needs=needs, n_train=n_train, n_heldout=64, calibrate_batchnorm=True,
+                     initializer=he_normal)
 
 
 SPECS = [
@@ -122,7 +129,7 @@ SPECS = [
     _spec("mobilenet_v2", "mobilenet_v2_1_0", "model_zoo MobileNetV2 1.0: inverted residuals, relu6 (1.2+)",
           needs=("mobilenet_v2",)),
     _spec("squeezenet1_1", "squeezenet1_1", "model_zoo SqueezeNet 1.1: fire modules (concat), dropout, "
-          "global head pool", head_pool=True, n_train=256),
+          "global head pool", head_pool=True, n_train=256, epochs=4, lr=0.0001),  # its ReLU head dies at higher rates
     _spec("densenet121", "densenet121", "model_zoo DenseNet-121: concat-heavy dense blocks, global head pool",
           head_pool=True),
     _spec("vgg11_bn", "vgg11_bn", "model_zoo VGG-11 with BatchNorm: 3x3 conv stacks, 4096-wide dense, dropout"),
@@ -130,6 +137,6 @@ SPECS = [
               "ToTensor and Normalize fused into the graph",
               [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")], N_CLASSES, _raw_images,
               build_e2e_resnet18, epochs=1, lr=0.001, batch_size=16, needs=("batched_image_transforms",),
-              n_train=32, n_heldout=16, internals_samples=1, fused_front=True,
+              n_train=32, n_heldout=16, internals_samples=1, fused_front=True, calibrate_batchnorm=True, initializer=he_normal,
               variant=lambda release: {"transforms": front_transforms(), "batched": True}),
 ]
