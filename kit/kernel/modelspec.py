@@ -19,7 +19,7 @@ class ModelSpec(object):
     def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
                  epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=(),
                  n_train=512, n_heldout=256, internals_samples=2, fused_front=False, variant=None,
-                 calibrate_batchnorm=False, initializer=None):
+                 calibrate_batchnorm=False, initializer=None, tolerance=None):
         self.name, self.version, self.kind, self.description = name, version, kind, description
         self.inputs, self.n_classes = inputs, n_classes
         self.make_data, self.build = make_data, build
@@ -33,6 +33,8 @@ class ModelSpec(object):
         self.calibrate_batchnorm = calibrate_batchnorm
         self._initializer = initializer
         self._variant = variant
+        # the model's own tolerance defaults (kit.kernel.tolerance), below any a run gives
+        self.tolerance = tolerance
 
     def initializer(self):
         """The weight initializer training starts from (MXNet's Xavier unless the spec says otherwise)."""

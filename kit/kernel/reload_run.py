@@ -114,7 +114,8 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
             rec.update(verdict=verdicts.MISMATCH, reason="case %r: %d outputs, reference has %d" % (
                 case, len(got), len(expected)))
             return rec
-        rec["cases"][case] = [metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides))
+        own = getattr(spec, "tolerance", None)
+        rec["cases"][case] = [metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides, own))
                               for actual, exp in zip(got, expected)]
         all_metrics.extend(rec["cases"][case])
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)

@@ -68,15 +68,26 @@ def validate(overrides):
     return overrides
 
 
-def resolve(dtype, model=None, overrides=None):
-    """The tolerance ``{"rtol", "atol", "scaled_atol"}`` for an output of ``dtype`` from ``model``."""
+def _entry_for(entry, key):
+    """A per-model entry, flat (every dtype) or keyed by dtype, for dtype ``key``."""
+    return entry.get(key, {}) if set(entry) & set(DEFAULTS) else entry
+
+
+def resolve(dtype, model=None, overrides=None, model_defaults=None):
+    """The tolerance ``{"rtol", "atol", "scaled_atol"}`` for an output of ``dtype`` from ``model``.
+
+    Precedence, lowest first: the dtype's defaults, the model's own defaults (``model_defaults``,
+    from its zoo spec), the run's per-dtype overrides, the run's per-model overrides.
+    """
     key = _dtype_key(dtype)
     tol = dict(DEFAULTS[key])
+    if model_defaults and key != "integer":
+        tol.update(_entry_for(model_defaults, key))
     overrides = validate(overrides)
     tol.update(overrides.get(key, {}))
     entry = (overrides.get("models") or {}).get(model)
     if entry:
-        tol.update(entry.get(key, {}) if set(entry) & set(DEFAULTS) else entry)
+        tol.update(_entry_for(entry, key))
     return tol
 
 

@@ -109,6 +109,13 @@ def _raw_images(n, seed, release):
     return data.raw_images(n, size=E2E_RAW_SIZE, n_classes=N_CLASSES, seed=seed)
 
 
+#: float rounding in a network 20-400 layers deep accumulates at the scale of its largest activations:
+#: an element may move by 1e-4 of the output's largest magnitude (the core models' default is 1e-5).
+#: At 1e-5, MobileNetV2 artifacts of 1.3-1.6 were flagged as drift in the MKLDNN builds 1.7-1.9
+#: (worst: 8.2e-5 on an output of 0.075, top-1 and cosine unchanged).
+DEEP_TOLERANCE = {"float32": {"scaled_atol": 1e-4}}
+
+
 def he_normal():
     """He (MSRA) initialization, the usual start for deep ReLU networks: activations keep their scale."""
     import mxnet as mx
@@ -119,7 +126,7 @@ def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n
     return ModelSpec(name, 1, "gluon", description, [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
                      N_CLASSES, _images, _zoo_builder(name, constructor, head_pool), epochs=epochs, lr=lr,
                      needs=needs, n_train=n_train, n_heldout=64, calibrate_batchnorm=True,
-                     initializer=he_normal)
+                     initializer=he_normal, tolerance=DEEP_TOLERANCE)
 
 
 SPECS = [
@@ -138,5 +145,6 @@ SPECS = [
               [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")], N_CLASSES, _raw_images,
               build_e2e_resnet18, epochs=1, lr=0.001, batch_size=16, needs=("batched_image_transforms",),
               n_train=32, n_heldout=16, internals_samples=1, fused_front=True, calibrate_batchnorm=True, initializer=he_normal,
+              tolerance=DEEP_TOLERANCE,
               variant=lambda release: {"transforms": front_transforms(), "batched": True}),
 ]
