@@ -120,6 +120,20 @@ def test_tolerance_overrides_per_run_and_per_model():
     assert tolerance.resolve("float32", "mlp", over)["rtol"] == 0.1
 
 
+def test_a_models_own_defaults_sit_between_the_dtypes_and_the_runs():
+    own = {"float32": {"scaled_atol": 1e-4}}
+    assert tolerance.resolve("float32", "densenet121", None, own) == {"rtol": 1e-4, "atol": 1e-5, "scaled_atol": 1e-4}
+    assert tolerance.resolve("float32", "densenet121", {"float32": {"scaled_atol": 1e-6}}, own)["scaled_atol"] == 1e-6
+    over = {"models": {"densenet121": {"rtol": 1e-3}}}
+    assert tolerance.resolve("float32", "densenet121", over, own) == {"rtol": 1e-3, "atol": 1e-5, "scaled_atol": 1e-4}
+    assert tolerance.resolve("float64", "densenet121", None, own) == tolerance.DEFAULTS["float64"]
+    assert tolerance.resolve("int32", "densenet121", None, {"scaled_atol": 1.0})["scaled_atol"] == 0.0
+    # a case the core default fails and the deep-network default passes: 8.2e-5 off on 0.075, largest output 3
+    a, b = np.array([0.0750261 + 8.2e-5, 3.0], np.float32), np.array([0.0750261, 3.0], np.float32)
+    assert not tolerance.within(a, b, tolerance.resolve("float32")).all()
+    assert tolerance.within(a, b, tolerance.resolve("float32", "densenet121", None, own)).all()
+
+
 def test_malformed_tolerances_are_refused():
     for bad in ({"float32": {"rtol": -1}}, {"float32": {"rtl": 1e-3}}, {"floaty": {}}, {"float32": 1e-3},
                 {"models": {"mlp": {"rtol": "big"}}}, [1, 2]):
