@@ -109,9 +109,13 @@ class DaskExecutor:
                     out = fut.result()
                     self._fetch(out)
                     result = StepResult(**dict(out["result"], seconds=out["seconds"]))  # with build and transfers
+                    lost = self._lost_attempts(s, out["attempt"])
+                    result.attempts += len(lost)
                     note = f"    {s.id} ran on worker {out['worker']}"
                     if out["built_env"]:
                         note += f" (built mxnet-{s.release} there)"
+                    if lost:
+                        note += f"; {len(lost)} earlier attempt(s) lost with their worker ({', '.join(lost)})"
                     self.on_event(note)
                 except Exception as e:  # noqa: BLE001 - a lost worker past Dask's retries, a build error, ...
                     result = StepResult(s.id, "failed", 0.0, 1, f"{type(e).__name__}: {e}", type(e).__name__)
@@ -120,6 +124,20 @@ class DaskExecutor:
             return results
         finally:
             client.close()
+
+    def _lost_attempts(self, step: Step, finished: str) -> list[str]:
+        """Workers of the attempts of ``step`` that started but uploaded nothing (their worker was lost)."""
+        import json
+
+        from kit import remote_step
+        from kit import store as store_mod
+        remote = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+        lost = []
+        for key in remote.list_blobs(remote_step.started_prefix(self.run_id, step.id)):
+            attempt = key.rsplit("/", 1)[-1][:-len(".json")]
+            if attempt != finished and not remote.list_blobs(f"{store_mod.RUNS_PREFIX}/{self.run_id}/{attempt}"):
+                lost.append(f"worker {json.loads(remote.read_blob(key))['worker']}")
+        return lost
 
     def _fetch(self, out: dict) -> None:
         """The attempt's files, from the store into the run folder, each verified by its hash."""

@@ -134,6 +134,11 @@ def upload_outputs(remote, scratch: Path, prefix: str) -> dict:
     return files
 
 
+def started_prefix(run_id: str, step_id: str) -> str:
+    """Where each attempt of a step announces itself in the store."""
+    return f"{store_mod.RUNS_PREFIX}/{run_id}/started/{step_id.replace(':', '-')}"
+
+
 def run_remote(task: dict) -> dict:
     """Run one step where this function is called (a Dask worker); see the module's docstring."""
     started = time.monotonic()
@@ -146,6 +151,11 @@ def run_remote(task: dict) -> dict:
     attempt = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     scratch = home.root / "dask-runs" / task["run_id"] / f"{step['id'].replace(':', '-')}-{attempt}"
     scratch.mkdir(parents=True)
+    step_key = step["id"].replace(":", "-")
+    # announced first: an attempt lost with its worker still counts in the step's attempts
+    remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(
+        {"worker": worker_name(), "home": str(home.root), "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                      time.gmtime())}).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
     params = dict(step["parameters"])
     places = {"store": str(mirror.root), "run": str(scratch)}
@@ -158,7 +168,7 @@ def run_remote(task: dict) -> dict:
         pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis)["downloaded"]
     local = dict(step, parameters=params, output=str(scratch / task["output_rel"]),
                  notebook=str(NOTEBOOKS / task["notebook_name"]))
-    log_name = f"logs/{step['id'].replace(':', '-')}.log"
+    log_name = f"logs/{step_key}.log"
     result = run_step_process(local, home, scratch / log_name)
     pushed = 0
     if kind == "train" and mirror is not remote:
@@ -166,4 +176,5 @@ def run_remote(task: dict) -> dict:
     prefix = f"{store_mod.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
     return {"result": result, "prefix": prefix, "files": files, "worker": worker_name(), "home": str(home.root),
+            "attempt": attempt,
             "built_env": built, "pulled": pulled, "pushed": pushed, "seconds": round(time.monotonic() - started, 2)}

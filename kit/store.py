@@ -140,6 +140,12 @@ class LocalStore:
         except OSError as e:
             raise StoreError(f"cannot read {self.url}/{rel}: {e}") from None
 
+    def list_blobs(self, prefix: str) -> list[str]:
+        """Paths of the files under ``prefix`` (relative to the store root)."""
+        base = self.root / prefix
+        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()) \
+            if base.is_dir() else []
+
 
 class S3Store:
     """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
@@ -293,6 +299,19 @@ class S3Store:
 
     def read_blob(self, rel: str) -> bytes:
         return self.get_bytes(rel)
+
+    def list_blobs(self, prefix: str) -> list[str]:
+        """Keys under ``prefix`` (relative to the store's prefix)."""
+        out, token = [], None
+        while True:
+            kwargs = {"Bucket": self.bucket, "Prefix": self.key(prefix.rstrip("/") + "/")}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self._call("listing", self.client.list_objects_v2, **kwargs)
+            out += [o["Key"][len(self.prefix) + 1:] if self.prefix else o["Key"] for o in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                return sorted(out)
+            token = page["NextContinuationToken"]
 
     def write_index(self, index: dict) -> None:
         self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())

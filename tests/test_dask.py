@@ -94,8 +94,9 @@ def test_artifacts_and_step_outputs_live_in_the_store(dask_run, cluster):
     refs = {(r.release, r.model, r.api) for r in remote.refs()}
     assert len(refs) == 24
     keys = [o["Key"] for o in remote.client.list_objects_v2(Bucket=BUCKET, Prefix="m/.runs/on-dask/")["Contents"]]
-    attempts = {k.split("/")[3] for k in keys}
+    attempts = {k.split("/")[3] for k in keys} - {"started"}
     assert len(attempts) == 4  # one per train and reload step
+    assert len([k for k in keys if "/started/" in k]) == 4  # each announced itself once
     assert any(k.endswith(f"records/{OLDEST}__lenet__export__{NEWEST}.json") for k in keys)
 
 
@@ -146,8 +147,12 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     remote = store_mod.open_store(f"s3://{BUCKET}/m")
     keys = [o["Key"] for o in remote.client.list_objects_v2(Bucket=BUCKET, Prefix="m/.runs/killed/")["Contents"]]
     # only the attempt that finished uploaded anything: the killed one never reached the store
-    assert len({k.split("/")[3] for k in keys}) == 2  # the two reload steps, once each
+    assert len({k.split("/")[3] for k in keys} - {"started"}) == 2  # the two reload steps, once each
+    assert len([k for k in keys if f"/started/{step}/" in k]) == 2  # the killed step started twice
     manifest = json.loads((cluster["runs"] / "killed" / "run.json").read_text())
+    assert manifest["steps"][step.replace("-", ":", 1)]["attempts"] == 2
+    assert re.search(rf"{step.replace('-', ':', 1)} ran on worker \S+; 1 earlier attempt\(s\) lost with their worker "
+                     rf"\(worker {killed[0]}\)", out), out[-3000:]
     assert [manifest["steps"][f"train:{r}"]["status"] for r in (OLDEST, NEWEST)] == ["cached", "cached"]
 
 
