@@ -149,13 +149,13 @@ def run_remote(task: dict) -> dict:
     remote = store_mod.open_store(task["store"], endpoint_url=task.get("endpoint_url"))
     mirror = store_mod.cache_for(remote, home) if isinstance(remote, store_mod.S3Store) else remote
     attempt = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    scratch = home.root / "dask-runs" / task["run_id"] / f"{step['id'].replace(':', '-')}-{attempt}"
-    scratch.mkdir(parents=True)
     step_key = step["id"].replace(":", "-")
+    scratch = home.root / "dask-runs" / task["run_id"] / f"{step_key}-{attempt}"
+    scratch.mkdir(parents=True)
     # announced first: an attempt lost with its worker still counts in the step's attempts
-    remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(
-        {"worker": worker_name(), "home": str(home.root), "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                      time.gmtime())}).encode())
+    announce = {"worker": worker_name(), "home": str(home.root),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(announce).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
     params = dict(step["parameters"])
     places = {"store": str(mirror.root), "run": str(scratch)}
@@ -168,13 +168,11 @@ def run_remote(task: dict) -> dict:
         pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis)["downloaded"]
     local = dict(step, parameters=params, output=str(scratch / task["output_rel"]),
                  notebook=str(NOTEBOOKS / task["notebook_name"]))
-    log_name = f"logs/{step_key}.log"
-    result = run_step_process(local, home, scratch / log_name)
+    result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
         pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis)["uploaded"]
     prefix = f"{store_mod.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
     return {"result": result, "prefix": prefix, "files": files, "worker": worker_name(), "home": str(home.root),
-            "attempt": attempt,
-            "built_env": built, "pulled": pulled, "pushed": pushed, "seconds": round(time.monotonic() - started, 2)}
+            "attempt": attempt, "built_env": built, "pulled": pulled, "pushed": pushed, "seconds": round(time.monotonic() - started, 2)}
