@@ -68,7 +68,7 @@ class DaskExecutor:
                              hint="workers share nothing but the store")
         self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run_id, Path(run_dir)
         self.endpoint_url, self.on_event = endpoint_url, on_event
-        self.routes: dict[str, str] = {}
+        self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
     def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None],
@@ -91,10 +91,10 @@ class DaskExecutor:
             info = client.scheduler_info()["workers"]
             names = {addr: str(w.get("name", addr)) for addr, w in info.items()}
             ready = client.run(remote_step.ready_releases)
-            self.routes = route(sorted({s.release for s in steps}), ready, names)
+            routes = route(sorted({s.release for s in steps}), ready, names)
             futures = {}
             for s in steps:
-                addr = self.routes[s.release]
+                addr = routes[s.release]
                 task = {"step": s.to_dict(), "store": self.store, "run_id": self.run_id,
                         "endpoint_url": self.endpoint_url, "notebook_name": Path(s.notebook).name,
                         "output_rel": Path(s.output).relative_to(self.run_dir).as_posix()}
@@ -125,13 +125,20 @@ class DaskExecutor:
         finally:
             client.close()
 
+    def _remote(self):
+        """The shared store, opened once."""
+        if self._store is None:
+            from kit import store as store_mod
+            self._store = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+        return self._store
+
     def _lost_attempts(self, step: Step, finished: str) -> list[str]:
         """Workers of the attempts of ``step`` that started but uploaded nothing (their worker was lost)."""
         import json
 
         from kit import remote_step
         from kit import store as store_mod
-        remote = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+        remote = self._remote()
         lost = []
         for key in remote.list_blobs(remote_step.started_prefix(self.run_id, step.id)):
             attempt = key.rsplit("/", 1)[-1][:-len(".json")]
@@ -142,13 +149,9 @@ class DaskExecutor:
     def _fetch(self, out: dict) -> None:
         """The attempt's files, from the store into the run folder, each verified by its hash."""
         from kit import store as store_mod
-        remote = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+        run_folder = store_mod.LocalStore(self.run_dir)
         for rel, digest in sorted(out["files"].items()):
-            data = remote.read_blob(f"{out['prefix']}/{rel}")
+            data = self._remote().read_blob(f"{out['prefix']}/{rel}")
             if hashlib.sha256(data).hexdigest() != digest:
                 raise KitError(f"{out['prefix']}/{rel} in {self.store} does not match its hash")
-            path = self.run_dir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            run_folder.write_blob(rel, data)

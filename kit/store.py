@@ -204,19 +204,7 @@ class S3Store:
         return _refs_from_manifest_paths(f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", []))
 
     def _listed_refs(self) -> list[Ref]:
-        rels = []
-        token = None
-        while True:
-            kwargs = {"Bucket": self.bucket, "Prefix": (self.prefix + "/") if self.prefix else ""}
-            if token:
-                kwargs["ContinuationToken"] = token
-            page = self._call("listing", self.client.list_objects_v2, **kwargs)
-            for obj in page.get("Contents", []):
-                key = obj["Key"]
-                rels.append(key[len(self.prefix) + 1:] if self.prefix else key)
-            if not page.get("IsTruncated"):
-                break
-            token = page["NextContinuationToken"]
+        rels = self.list_blobs("")
         return _refs_from_manifest_paths(r for r in rels if not r.startswith((".uploads/", RUNS_PREFIX + "/")))
 
     def get_bytes(self, rel: str) -> bytes:
@@ -301,10 +289,11 @@ class S3Store:
         return self.get_bytes(rel)
 
     def list_blobs(self, prefix: str) -> list[str]:
-        """Keys under ``prefix`` (relative to the store's prefix)."""
+        """Keys under ``prefix`` (relative to the store's prefix; "" for everything), sorted."""
+        under = prefix.strip("/")
         out, token = [], None
         while True:
-            kwargs = {"Bucket": self.bucket, "Prefix": self.key(prefix.rstrip("/") + "/")}
+            kwargs = {"Bucket": self.bucket, "Prefix": self.key(under + "/") if under else self.key("")}
             if token:
                 kwargs["ContinuationToken"] = token
             page = self._call("listing", self.client.list_objects_v2, **kwargs)

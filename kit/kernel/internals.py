@@ -96,7 +96,7 @@ def record(adapter, spec, release, folder, manifest, batch_inputs):
     """
     from kit.kernel.adapters import GraphUnavailable
     single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
-    samples = getattr(spec, "internals_samples", SAMPLES)
+    samples = spec.internals_samples
     inputs = first_samples(batch_inputs, single, samples)
     try:
         sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)

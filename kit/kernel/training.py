@@ -7,6 +7,7 @@ from mxnet import autograd, gluon
 
 from kit.kernel import data
 
+
 def nd_input(array):
     """An NDArray that keeps the numpy dtype (uint8 pixels stay uint8)."""
     return mx.nd.array(array, dtype=array.dtype)
@@ -139,7 +140,7 @@ def _children(block):
 
 
 def calibrate_batchnorm(net, x, n=64):
-    """Set every BatchNorm's running statistics to those of ``x[:n]``: one forward pass in training mode.
+    """Set every BatchNorm's running statistics to those of ``x[:n]``: one recorded forward and backward pass.
 
     A few training steps leave running statistics mostly at their initial values
     (momentum 0.9): a deep network then answers the same for every input in

@@ -12,9 +12,7 @@ from mxnet.gluon import nn
 from kit.kernel import data, vision_zoo
 from kit.kernel.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
-
-MEAN = (0.485, 0.456, 0.406)
-STD = (0.229, 0.224, 0.225)
+from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
 
 
 # -- gluon building blocks ---------------------------------------------------------------------
