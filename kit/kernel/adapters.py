@@ -10,37 +10,52 @@ import tempfile
 import mxnet as mx
 from mxnet import gluon
 
-from kit.kernel.capabilities import APIS, has_api, has_feature
-from kit.kernel.training import module_predict, nd_input
+from kit.kernel import mxapi
+from kit.kernel.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
+from kit.kernel.training import gluon_input, module_predict
 
 PREFIX = "model"
 
 
 class Predictor(object):
-    """Calls a loaded model on a dict of named numpy inputs; returns a list of numpy outputs."""
+    """Calls a loaded model on a dict of named numpy inputs; returns a list of numpy outputs.
 
-    def __init__(self, fn):
+    ``path`` names how the artifact was loaded; ``attempts`` the paths tried first that
+    failed, each ``{"path", "error"}`` with the error verbatim.
+    """
+
+    def __init__(self, fn, path=None, attempts=()):
         self._fn = fn
+        self.path, self.attempts = path, list(attempts)
 
     def __call__(self, inputs):
         return self._fn(inputs)
 
 
-def _block_predictor(block, names):
+def _block_predictor(block, names, path=None, attempts=()):
     def predict(inputs):
-        out = block(*[nd_input(inputs[n]) for n in names])
-        return [o.asnumpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
-    return Predictor(predict)
+        return mxapi.to_numpy(block(*[gluon_input(inputs[n]) for n in names]))
+    return Predictor(predict, path, attempts)
+
+
+def _attempt(path, exc):
+    return {"path": path, "error_type": type(exc).__name__, "error": str(exc).strip()}
 
 
 class Adapter(object):
     """Base: ``supports``, ``save`` and ``load`` for one save/load API."""
 
     name = None
+    #: loading rebuilds the network from the loading release's model code (the artifact holds weights only)
+    rebuilds_model = False
 
     def supports(self, release, spec):
-        """``(True, None)`` when this API applies to ``spec`` on ``release``, else ``(False, reason)``."""
+        """``(True, None)`` when ``release`` can save ``spec`` with this API, else ``(False, reason)``."""
         return has_api(release, self.name)
+
+    def load_support(self, release, spec):
+        """``(path, None)``: how ``release`` loads this API's artifacts; ``(None, reason)`` when it cannot."""
+        return load_path(release, self.name)
 
     def save(self, trained, folder):
         """Write ``trained``'s files into ``folder``; returns ``{"files": [...], ...load info}``."""
@@ -64,9 +79,7 @@ class GraphUnavailable(Exception):
 
 def split_params(sym, params):
     """``(arg_params, aux_params)``: ``params`` (name -> NDArray) split the way ``sym`` uses them."""
-    args, auxs = set(sym.list_arguments()), set(sym.list_auxiliary_states())
-    return (dict((k, v) for k, v in params.items() if k in args),
-            dict((k, v) for k, v in params.items() if k in auxs))
+    return mxapi.split_params(sym, params)[:2]
 
 
 class ExportAdapter(Adapter):
@@ -75,7 +88,7 @@ class ExportAdapter(Adapter):
     name = "export"
 
     def supports(self, release, spec):
-        if spec.kind != "gluon":
+        if spec.kind_in(release) != "gluon":
             return False, "a symbolic Module model has no HybridBlock to export; it is saved as a Module checkpoint"
         ok, reason = spec.has_graph(release)
         return (ok, reason) if not ok else has_api(release, self.name)
@@ -90,9 +103,10 @@ class ExportAdapter(Adapter):
         sym_file = os.path.join(folder, manifest["load"]["symbol_file"])
         param_file = os.path.join(folder, manifest["load"]["param_file"])
         if has_feature(release, "symbolblock_imports")[0]:
-            # 1.2-1.4 cannot load a parameter file that holds no arrays: pass None for such graphs
-            param_arg = param_file if mx.nd.load(param_file) else None
-            block = gluon.SymbolBlock.imports(sym_file, names, param_arg, ctx=mx.cpu())
+            param_arg = param_file
+            if has_feature(release, "empty_params_quirk")[0] and not mx.nd.load(param_file):
+                param_arg = None  # 1.2-1.4 cannot import a parameter file that holds no arrays
+            block = gluon.SymbolBlock.imports(sym_file, names, param_arg, mx.cpu())  # 2.0 calls it device
         else:
             block = gluon.SymbolBlock(mx.sym.load(sym_file), [mx.sym.var(n) for n in names])
             _load_stripped(block.collect_params(), param_file)
@@ -100,7 +114,7 @@ class ExportAdapter(Adapter):
 
     def load(self, spec, release, folder, manifest):
         block, names, _ = self._import(release, folder, manifest)
-        return _block_predictor(block, names)
+        return _block_predictor(block, names, load_path(release, self.name)[0])
 
     def load_graph(self, spec, release, folder, manifest):
         block, _, sym_file = self._import(release, folder, manifest)
@@ -111,7 +125,7 @@ class ExportAdapter(Adapter):
 
 def _load_stripped(params, param_file):
     """Load an export's ``arg:``/``aux:``-prefixed file into ``params`` (releases without imports)."""
-    arrays = mx.nd.load(param_file)
+    arrays = mxapi.load_ndarrays(param_file)
     stripped = dict((k.split(":", 1)[1] if k.startswith(("arg:", "aux:")) else k, v) for k, v in arrays.items())
     if not stripped:
         return
@@ -128,9 +142,10 @@ class _ParamsAdapter(Adapter):
     """Shared by the two parameter-file APIs: the model's code is rebuilt from the zoo."""
 
     save_method = load_method = None
+    rebuilds_model = True
 
     def supports(self, release, spec):
-        if spec.kind != "gluon":
+        if spec.kind_in(release) != "gluon":
             return False, "a symbolic Module model has no gluon Block whose parameters could be saved"
         return has_api(release, self.name)
 
@@ -140,20 +155,23 @@ class _ParamsAdapter(Adapter):
 
     def _net(self, spec, release, folder, manifest):
         net = spec.build(release, manifest.get("variant") or None)  # as the saving release built it
-        getattr(net, self.load_method)(os.path.join(folder, manifest["load"]["param_file"]), ctx=mx.cpu())
+        # by position: 1.x calls the context ctx, 2.0 device
+        getattr(net, self.load_method)(os.path.join(folder, manifest["load"]["param_file"]), mx.cpu())
         return net
 
     def load(self, spec, release, folder, manifest):
         net = self._net(spec, release, folder, manifest)
         if isinstance(net, gluon.HybridBlock):
             net.hybridize()
-        return _block_predictor(net, [i["name"] for i in manifest["inputs"]])
+        return _block_predictor(net, [i["name"] for i in manifest["inputs"]], load_path(release, self.name)[0])
 
     def load_graph(self, spec, release, folder, manifest):
         net = self._net(spec, release, folder, manifest)
         if not isinstance(net, gluon.HybridBlock):
             raise GraphUnavailable("%s is not a HybridBlock in MXNet %s: no symbol graph to compare layer by layer"
                                    % (spec.name, release))
+        if mxapi.gluon2(release):  # a Gluon 2.0 block cannot be called on symbols: trace it by exporting
+            return traced_graph(net, manifest["inputs"])
         sym = net(*[mx.sym.var(i["name"]) for i in manifest["inputs"]])
         arg, aux = split_params(sym, dict((n, p.data()) for n, p in net.collect_params().items()))
         return sym, arg, aux
@@ -190,17 +208,35 @@ class ModuleCheckpointAdapter(Adapter):
 
     def load(self, spec, release, folder, manifest):
         info = manifest["load"]
-        sym, arg_params, aux_params = mx.model.load_checkpoint(os.path.join(folder, info["prefix"]), info["epoch"])
+        prefix = os.path.join(folder, info["prefix"])
         names = [i["name"] for i in manifest["inputs"]]
         label_names = info.get("label_names") or []
+        path = load_path(release, self.name)[0]
+        if has_feature(release, "module_api")[0]:
+            sym, arg_params, aux_params = mx.model.load_checkpoint(prefix, info["epoch"])
+            return Predictor(lambda inputs: module_predict(sym, arg_params, aux_params, names, label_names, inputs),
+                             path)
+        attempts = []
+        try:  # what a user tries first; in 2.0 it refuses 1.x files (numpy shape semantics)
+            mx.model.load_checkpoint(prefix, info["epoch"])
+        except Exception as e:  # noqa: BLE001 - recorded verbatim beside the path that works
+            attempts.append(_attempt(NAIVE_LOAD_PATHS[self.name], e))
+        block = gluon.SymbolBlock.imports("%s-symbol.json" % prefix, names + list(label_names),
+                                          "%s-%04d.params" % (prefix, info["epoch"]), mx.cpu())
 
         def predict(inputs):
-            return module_predict(sym, arg_params, aux_params, names, label_names, inputs)
-        return Predictor(predict)
+            batch = inputs[names[0]].shape[0] if inputs[names[0]].ndim else 1
+            labels = [mxapi.zeros((batch,)) for _ in label_names]  # a loss head's label: unused in inference
+            return mxapi.to_numpy(block(*([gluon_input(inputs[n]) for n in names] + labels)))
+        return Predictor(predict, path, attempts)
 
     def load_graph(self, spec, release, folder, manifest):
         info = manifest["load"]
-        return mx.model.load_checkpoint(os.path.join(folder, info["prefix"]), info["epoch"])
+        if has_feature(release, "module_api")[0]:
+            return mx.model.load_checkpoint(os.path.join(folder, info["prefix"]), info["epoch"])
+        prefix = os.path.join(folder, info["prefix"])
+        sym = mx.sym.load("%s-symbol.json" % prefix)
+        return (sym,) + split_params(sym, mxapi.load_ndarrays("%s-%04d.params" % (prefix, info["epoch"])))
 
 
 class CheckpointAdapter(Adapter):
@@ -217,11 +253,29 @@ class CheckpointAdapter(Adapter):
         sym, arg, aux = foreign.load(folder, manifest)
         names = [i["name"] for i in manifest["inputs"]]
         labels = manifest["load"].get("label_names") or []
-        return Predictor(lambda inputs: module_predict(sym, arg, aux, names, labels, inputs))
+        return Predictor(lambda inputs: module_predict(sym, arg, aux, names, labels, inputs),
+                         load_path(release, self.name)[0])
 
     def load_graph(self, spec, release, folder, manifest):
         from kit.kernel import foreign
         return foreign.load(folder, manifest)
+
+
+def traced_graph(net, inputs):
+    """``(symbol, arg_params, aux_params)`` of a Gluon 2.0 block: run once on zeros, exported, read back."""
+    import shutil
+    import numpy as np
+    net.hybridize()
+    net(*[gluon_input(np.zeros(([] if i["kind"] == "pixels_single" else [1]) + list(i["shape"]), dtype=i["dtype"]))
+          for i in inputs])
+    folder = tempfile.mkdtemp(prefix="mxcompat-trace-")
+    try:
+        net.export(os.path.join(folder, PREFIX))
+        sym = mx.sym.load(os.path.join(folder, PREFIX + "-symbol.json"))
+        arrays = mxapi.load_ndarrays(os.path.join(folder, PREFIX + "-0000.params"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return (sym,) + split_params(sym, arrays)
 
 
 ADAPTERS = dict((a.name, a) for a in (ExportAdapter(), SaveParametersAdapter(), SaveParamsAdapter(),

@@ -18,12 +18,39 @@ MODEL_NAMES = CORE_MODELS + VISION_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
 MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": MODEL_NAMES}
 
-# api -> (first release that has it, what a user sees on older ones)
+GLUON2 = "2.0.0a0"  # the first release with the Gluon 2.0 interface (forward, no prefixes, numpy semantics)
+_GLUON2_NOTE = "MXNet 2.0"
+
+# api -> (first release that saves with it, what a user sees on older ones)
 _API_SINCE = {
     "export": ("1.0.0", None),
     "save_parameters": ("1.2.0", "Block.save_parameters/load_parameters arrived in MXNet 1.2"),
     "save_params": ("1.0.0", None),
     "module_checkpoint": ("1.0.0", None),
+}
+
+# api -> (the release that removed it, why)
+_API_REMOVED = {
+    "save_params": (GLUON2, "Block.save_params/load_params were removed in MXNet 2.0"),
+    "module_checkpoint": (GLUON2, "the Module API (mx.mod) was removed in MXNet 2.0"),
+}
+
+# api -> [(first release, load path)], newest last: how a release loads an artifact saved with ``api``
+_LOAD_PATHS = {
+    "export": [("1.0.0", "SymbolBlock(sym.load) + load_params"), ("1.2.0", "SymbolBlock.imports")],
+    "save_parameters": [("1.2.0", "model code + load_parameters"), (GLUON2, "Gluon 2.0 port + load_parameters")],
+    "save_params": [("1.0.0", "model code + load_params")],
+    "module_checkpoint": [("1.0.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
+    "checkpoint": [("1.0.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
+}
+
+#: what a user tries first in 2.0 before the migration path (recorded verbatim when it fails)
+NAIVE_LOAD_PATHS = {"module_checkpoint": "mx.model.load_checkpoint", "checkpoint": "mx.model.load_checkpoint"}
+
+#: the workaround for an artifact whose load API a release removed
+WORKAROUNDS = {
+    "save_params": "re-save it in a 1.x release with save_parameters (structural names), or load the file with "
+                   "mx.nd.load inside mx.util.np_shape(False) and set the port's parameters by name",
 }
 
 # feature -> (first release that has it, why older ones lack it)
@@ -36,6 +63,14 @@ _FEATURE_SINCE = {
     "hybrid_rnn": ("1.3.0", "gluon.rnn.LSTM is not a HybridBlock before MXNet 1.3, so it cannot be exported"),
     "batched_image_transforms": ("1.5.0", "before MXNet 1.5, ToTensor/Normalize take one HWC image and "
                                           "Resize is not a HybridBlock"),
+    "gluon2": (GLUON2, "the Gluon 2.0 interface (forward, structural names, numpy semantics) arrived in MXNet 2.0"),
+}
+
+# feature -> (the release that removed it, why)
+_FEATURE_REMOVED = {
+    "module_api": (GLUON2, "the Module API (mx.mod) was removed in MXNet 2.0"),
+    # 1.2-1.4 cannot import a parameter file that holds no arrays (param_file=None is the cure)
+    "empty_params_quirk": ("1.5.0", None),
 }
 
 
@@ -53,25 +88,40 @@ def expand_models(names):
     return models, unknown
 
 
-def _since(table, name, release):
-    if name not in table:
-        raise KeyError("unknown name %r; known: %s" % (name, ", ".join(sorted(table))))
-    first, reason = table[name]
-    if at_least(release, first):
-        return True, None
-    return False, reason or ("needs MXNet %s or newer" % first)
+def _lifecycle(since, removed, name, release):
+    if name not in since:
+        raise KeyError("unknown name %r; known: %s" % (name, ", ".join(sorted(since))))
+    first, reason = since[name]
+    if not at_least(release, first):
+        return False, reason or ("needs MXNet %s or newer" % first)
+    if name in removed and at_least(release, removed[name][0]):
+        return False, removed[name][1] or ("gone from MXNet %s on" % removed[name][0])
+    return True, None
 
 
 def has_api(release, api):
-    """``(True, None)`` when ``release`` has the save/load ``api``, else ``(False, reason)``."""
-    return _since(_API_SINCE, api, release)
+    """``(True, None)`` when ``release`` can save with ``api``, else ``(False, reason)``."""
+    return _lifecycle(_API_SINCE, _API_REMOVED, api, release)
 
 
 def has_feature(release, feature):
     """``(True, None)`` when ``release`` has ``feature``, else ``(False, reason)``."""
-    return _since(_FEATURE_SINCE, feature, release)
+    since = dict(_FEATURE_SINCE, **dict((k, ("0.0.0", None)) for k in _FEATURE_REMOVED))
+    return _lifecycle(since, _FEATURE_REMOVED, feature, release)
+
+
+def load_path(release, api):
+    """``(path, None)``: how ``release`` loads an artifact saved with ``api``; ``(None, reason)`` when it cannot."""
+    if api not in _LOAD_PATHS:
+        raise KeyError("unknown API %r; known: %s" % (api, ", ".join(sorted(_LOAD_PATHS))))
+    found = [path for first, path in _LOAD_PATHS[api] if at_least(release, first)]
+    if api in _API_REMOVED and at_least(release, _API_REMOVED[api][0]) and api not in NAIVE_LOAD_PATHS:
+        return None, "%s; workaround: %s" % (_API_REMOVED[api][1], WORKAROUNDS[api])
+    if not found:
+        return None, has_api(release, api)[1]
+    return found[-1], None
 
 
 def apis_of(release):
-    """The save/load APIs ``release`` has, in :data:`APIS` order."""
+    """The save APIs ``release`` has, in :data:`APIS` order."""
     return tuple(api for api in APIS if has_api(release, api)[0])

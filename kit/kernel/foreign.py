@@ -17,8 +17,9 @@ import numpy as np
 import mxnet as mx
 
 from kit.errors import KitError
-from kit.kernel import artifacts, internals
+from kit.kernel import artifacts, internals, mxapi
 from kit.kernel.fingerprint import fingerprint
+from kit.kernel.mxapi import split_params
 
 API = "checkpoint"
 SYMBOL, PARAMS = "model-symbol.json", "model-0000.params"
@@ -28,26 +29,11 @@ class ForeignModelError(KitError):
     """The checkpoint and the declared inputs do not fit together; the message says how."""
 
 
-def split_params(sym, arrays):
-    """``(arg_params, aux_params)`` from a params dict whose keys are ``arg:``/``aux:`` prefixed or bare."""
-    args, auxs = set(sym.list_arguments()), set(sym.list_auxiliary_states())
-    arg, aux, unknown = {}, {}, []
-    for key, value in arrays.items():
-        kind, _, name = key.partition(":") if key.startswith(("arg:", "aux:")) else ("", "", key)
-        if name in auxs and kind in ("", "aux"):
-            aux[name] = value
-        elif name in args and kind in ("", "arg"):
-            arg[name] = value
-        else:
-            unknown.append(key)
-    return arg, aux, unknown
-
-
 def load(folder, manifest):
     """``(symbol, arg_params, aux_params)`` of the checkpoint in ``folder``, as this release reads it."""
     info = manifest["load"]
     sym = mx.sym.load(os.path.join(folder, info["symbol_file"]))
-    arg, aux, _ = split_params(sym, mx.nd.load(os.path.join(folder, info["param_file"])))
+    arg, aux, _ = split_params(sym, mxapi.load_ndarrays(os.path.join(folder, info["param_file"])))
     return sym, arg, aux
 
 
@@ -179,7 +165,7 @@ def prepare(release, folder, spec, seed=0):
         raw = json.load(f)
     manifest["symbol_mxnet_version"] = _recorded_version(raw)
     sym, arg, aux = load(folder, manifest)
-    _, _, unknown = split_params(sym, mx.nd.load(os.path.join(folder, PARAMS)))
+    _, _, unknown = split_params(sym, mxapi.load_ndarrays(os.path.join(folder, PARAMS)))
     if unknown:
         raise ForeignModelError("parameters not used by the graph: %s%s" % (
             ", ".join(sorted(unknown)[:8]), " ..." if len(unknown) > 8 else ""),

@@ -13,6 +13,7 @@ from collections import OrderedDict
 import numpy as np
 import mxnet as mx
 
+from kit.kernel import mxapi
 from kit.kernel.capabilities import has_feature
 
 INTERNALS = "internals.npz"
@@ -40,7 +41,7 @@ def evaluate(sym, arg_params, aux_params, inputs):
     variables = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
     names = [n for n in internals.list_outputs() if n not in variables]
     group = mx.sym.Group([internals[n] for n in names])
-    args = dict((k, v.as_in_context(mx.cpu())) for k, v in arg_params.items())
+    args = dict((k, mxapi.on_cpu(v)) for k, v in arg_params.items())
     for name, value in inputs.items():
         args[name] = mx.nd.array(value, dtype=value.dtype)
     batch = list(inputs.values())[0].shape[0] if list(inputs.values())[0].ndim else 1
@@ -51,14 +52,14 @@ def evaluate(sym, arg_params, aux_params, inputs):
     if missing:
         raise KeyError("no value for graph arguments: %s" % ", ".join(missing))
     args = dict((a, args[a]) for a in group.list_arguments())
-    aux = dict((a, aux_params[a].as_in_context(mx.cpu())) for a in group.list_auxiliary_states())
+    aux = dict((a, mxapi.on_cpu(aux_params[a])) for a in group.list_auxiliary_states())
     # node by node, unfused: MXNet 1.7+ would fuse conv+BN+relu into MKLDNN subgraphs (hiding the nodes),
     # and their partitioner rejects a group of internals
     saved = os.environ.get("MXNET_SUBGRAPH_BACKEND")
     if has_feature(mx.__version__, "subgraph_backend_none")[0]:  # 1.4/1.5 reject the value (and fuse nothing)
         os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
     try:
-        exe = group.bind(mx.cpu(), args=args, aux_states=aux, grad_req="null")
+        exe = mxapi.bind(group, args, aux)
         outputs = exe.forward(is_train=False)
         return OrderedDict((n, o.asnumpy()) for n, o in zip(names, outputs))
     finally:

@@ -58,7 +58,8 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
     rec = {"schema": RECORD_SCHEMA, "saved_with": saved, "model": model, "api": api, "loaded_with": loaded,
            "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
            "artifact": path, "verdict": None, "reason": None, "error_type": None, "error": None,
-           "traceback": None, "load_seconds": None, "infer_seconds": None, "cases": {}}
+           "traceback": None, "load_seconds": None, "infer_seconds": None, "cases": {}, "load_path": None,
+           "load_attempts": []}
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -77,7 +78,12 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
     adapter = adapters.ADAPTERS.get(api)
     if adapter is None or (spec is None and not manifest.get("foreign")):
         return _fail(rec, verdicts.UNSUPPORTED, "this kit does not know model %r / API %r" % (model, api))
-    if api in ("save_parameters", "save_params"):  # these rebuild the model from its code in this release
+    path_name, reason = adapter.load_support(loaded, spec)
+    if path_name is None:
+        rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
+        return rec
+    rec["load_path"] = path_name
+    if adapter.rebuilds_model:  # the artifact holds weights only: this release's model code rebuilds the network
         for ok, reason in (spec.supported(loaded, manifest.get("variant")), adapter.supports(loaded, spec)):
             if not ok:
                 rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
@@ -97,6 +103,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
         rec["load_seconds"] = round(time.time() - started, 4)
         return _fail(rec, verdicts.LOAD_ERROR, None, e, traceback.format_exc())
     rec["load_seconds"] = round(time.time() - started, 4)
+    rec["load_path"], rec["load_attempts"] = predictor.path or path_name, predictor.attempts
     started = time.time()
     phase("infer")
     outputs = {}
@@ -176,13 +183,23 @@ def _summary(all_metrics):
             "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None}
 
 
+def headline(exc):
+    """The line of an error that says what went wrong: 2.0's MXNetError text opens with a C++ traceback."""
+    lines = [l.strip() for l in str(exc).strip().splitlines() if l.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback"):
+        said = [l for l in lines if l.startswith("MXNetError")]
+        return (said[0] if said else lines[-1])[:500]
+    return lines[0]
+
+
 def _fail(rec, verdict, reason, exc=None, tb=None):
     rec["verdict"] = verdict
     if exc is not None:
         rec["error_type"] = type(exc).__name__
         rec["error"] = str(exc)
-        rec["reason"] = (reason or "") + "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0]
-                                                      if str(exc).strip() else "")
+        rec["reason"] = (reason or "") + "%s: %s" % (type(exc).__name__, headline(exc))
     else:
         rec["reason"] = reason
     if tb:

@@ -5,12 +5,17 @@ import numpy as np
 import mxnet as mx
 from mxnet import autograd, gluon
 
-from kit.kernel import data
+from kit.kernel import data, mxapi
 
 
 def nd_input(array):
     """An NDArray that keeps the numpy dtype (uint8 pixels stay uint8)."""
     return mx.nd.array(array, dtype=array.dtype)
+
+
+def gluon_input(array):
+    """What a gluon block takes here: an NDArray in 1.x, an ``mx.np.ndarray`` in 2.0, with the numpy dtype."""
+    return mxapi.array(array)
 
 
 class Trained(object):
@@ -31,8 +36,7 @@ class Trained(object):
         """Outputs (a list of numpy arrays) for ``inputs``, a dict of input name to array."""
         names = [i.name for i in self.spec.input_specs(self.release)]
         if self.is_gluon:
-            out = self.net(*[nd_input(inputs[n]) for n in names])
-            return [o.asnumpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+            return mxapi.to_numpy(self.net(*[gluon_input(inputs[n]) for n in names]))
         return module_predict(self.symbol, self.arg_params, self.aux_params, names, self.spec.label_names, inputs)
 
     def symbol_and_params(self):
@@ -62,9 +66,20 @@ class Trained(object):
 
 
 def module_predict(symbol, arg_params, aux_params, data_names, label_names, inputs):
-    """Bind a Module for inference on ``inputs``' shapes and return its outputs as numpy."""
+    """Bind a Module for inference on ``inputs``' shapes and return its outputs as numpy.
+
+    MXNet 2.0 has no Module: there the graph runs as a SymbolBlock whose label inputs get zeros.
+    """
     arrays = [inputs[n] for n in data_names]
     batch = arrays[0].shape[0] if arrays[0].ndim else 1
+    if not hasattr(mx, "mod"):
+        block = gluon.SymbolBlock(symbol, [mx.sym.var(n) for n in list(data_names) + list(label_names)])
+        params = block.collect_params()
+        for name, value in list(arg_params.items()) + list(aux_params.items()):
+            if name in params:
+                params[name].set_data(value)
+        labels = [mxapi.zeros((batch,)) for _ in label_names]
+        return mxapi.to_numpy(block(*([gluon_input(a) for a in arrays] + labels)))
     mod = mx.mod.Module(symbol, data_names=list(data_names), label_names=list(label_names) or None,
                         context=mx.cpu())
     mod.bind(data_shapes=[mx.io.DataDesc(n, a.shape, dtype=a.dtype) for n, a in zip(data_names, arrays)],
@@ -89,7 +104,7 @@ def train(spec, release, seed=0, epochs=None):
     x, y = spec.data(spec.n_train, seed, release)
     xh, yh = spec.data(spec.n_heldout, seed + 1, release)
     started = time.time()
-    if spec.kind == "symbol":
+    if spec.kind_in(release) == "symbol":
         trained = _train_module(spec, release, x, y, xh, yh, epochs, seed)
     else:
         trained = _train_gluon(spec, release, x, y, xh, yh, epochs, seed)
@@ -105,7 +120,7 @@ def train(spec, release, seed=0, epochs=None):
 def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
     _seed(seed)
     net = spec.build(release)
-    net.initialize(spec.initializer(), ctx=mx.cpu())
+    net.initialize(spec.initializer(release), mx.cpu())  # by position: 1.x calls it ctx, 2.0 device
     target = net
     if spec.fused_front:
         # the transforms have no parameters: train the classifier on what the fused front produces
@@ -116,27 +131,27 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
         target.hybridize()
     trainer = gluon.Trainer(target.collect_params(), "adam", {"learning_rate": spec.lr})
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    # the port of a Module model ends in softmax, as SoftmaxOutput does in inference: its loss takes log-probabilities
+    probabilities = spec.kind == "symbol"
+    if probabilities:
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True)
     history = []
     for epoch in range(epochs):
         for xb, yb in data.batches(x, y, spec.batch_size, shuffle_seed=seed * 1000 + epoch):
             with autograd.record():
-                loss = loss_fn(target(nd_input(xb)), mx.nd.array(yb))
+                out = target(gluon_input(xb))
+                loss = loss_fn(mx.np.log(out + 1e-12) if probabilities else out, gluon_input(yb))
             loss.backward()
             trainer.step(len(xb))
-            history.append(float(loss.mean().asscalar()))
+            history.append(float(loss.mean().asnumpy()))
     if spec.calibrate_batchnorm:
         calibrate_batchnorm(target, x)
-    train_acc = _accuracy(target(nd_input(x)).asnumpy(), y)
-    heldout_acc = _accuracy(target(nd_input(xh)).asnumpy(), yh)
+    train_acc = _accuracy(target(gluon_input(x)).asnumpy(), y)
+    heldout_acc = _accuracy(target(gluon_input(xh)).asnumpy(), yh)
     if isinstance(net, gluon.HybridBlock):
         net.hybridize()
     return Trained(spec, release, net=net, history=history,
                    summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc})
-
-
-def _children(block):
-    kids = block._children  # a list before MXNet 1.3, an OrderedDict after
-    return list(kids.values()) if isinstance(kids, dict) else list(kids)
 
 
 def calibrate_batchnorm(net, x, n=64):
@@ -151,14 +166,14 @@ def calibrate_batchnorm(net, x, n=64):
     while todo:
         block = todo.pop()
         blocks.append(block)
-        todo.extend(_children(block))
+        todo.extend(mxapi.children(block))
     found = [b for b in blocks if isinstance(b, gluon.nn.BatchNorm)]
     momenta = [b._kwargs["momentum"] for b in found]
     for b in found:
         b._kwargs["momentum"] = 0.0
     _drop_cached_graphs(blocks)  # they hold the old momentum
     with autograd.record():
-        out = net(nd_input(x[:n]))
+        out = net(gluon_input(x[:n]))
     out.backward()  # MXNet updates running statistics in BatchNorm's backward pass; no optimizer step follows
     out.wait_to_read()
     for b, m in zip(found, momenta):
@@ -176,8 +191,8 @@ def _drop_cached_graphs(blocks):
 
 def _front_features(net, batched, x):
     if batched:
-        return np.concatenate([net.front(nd_input(x[i:i + 16])).asnumpy() for i in range(0, len(x), 16)], axis=0)
-    return np.concatenate([net.front(nd_input(img)).asnumpy() for img in x], axis=0)
+        return np.concatenate([net.front(gluon_input(x[i:i + 16])).asnumpy() for i in range(0, len(x), 16)], axis=0)
+    return np.concatenate([net.front(gluon_input(img)).asnumpy() for img in x], axis=0)
 
 
 def _train_module(spec, release, x, y, xh, yh, epochs, seed):

@@ -15,6 +15,9 @@ _RELEASE = re.compile(
 )
 _PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2}
 
+#: releases whose ``mx.__version__`` is not their name with the post suffix dropped (measured on the wheels)
+REPORTS = {"2.0.0a0": "2.0.0"}
+
 
 def parse_release(text):
     """Parse a release string into a comparable tuple.
@@ -56,9 +59,9 @@ def same_release(asked, reported):
     """True when ``reported`` (an ``mx.__version__``) is the release ``asked`` names.
 
     A reported version carries no post suffix, so only the numbers and any
-    pre-release tag are compared.
+    pre-release tag are compared; 2.0.0a0 reports ``2.0.0`` and 2.0.0b1 ``2.0.0beta1`` (:data:`REPORTS`).
     """
-    return base_version(asked) == base_version(reported)
+    return base_version(REPORTS.get(asked, asked)) == base_version(reported)
 
 
 def at_least(release, minimum):

@@ -1,10 +1,10 @@
 """Real architectures from ``mxnet.gluon.model_zoo.vision``, built by each release's own model-zoo code.
 
-No pretrained weights: every network starts from a fixed-seed Xavier initialization
+No pretrained weights: every network starts from a fixed-seed He initialization
 and is trained briefly on synthetic 32x32 images (4 classes), so a whole matrix
 stays cheap. ``save_parameters``/``save_params`` artifacts are rebuilt on load by
-the *loading* release's model-zoo code, exactly as a user's script would; when that
-code changed (MobileNetV2 moved from relu to relu6 and changed its strides after
+the *loading* release's model-zoo code (MXNet 2.0's own Gluon 2.0 model zoo there),
+exactly as a user's script would; when that code changed (MobileNetV2 moved from relu to relu6 and changed its strides after
 1.2) the verdict shows it.
 
 SqueezeNet 1.1 and DenseNet-121 end in a fixed-size average pool (13x13 and 7x7,
@@ -40,7 +40,7 @@ def global_head_pool():
     """While building: ``nn.AvgPool2D(7)``/``nn.AvgPool2D(13)`` (fixed-size heads) become global pools."""
     original = nn.AvgPool2D
 
-    def avg_pool(pool_size=2, *args, **kwargs):
+    def avg_pool(pool_size=2, *args, **kwargs):  # 1.x passes the size by position, 2.0's DenseNet by name
         if pool_size in _HEAD_POOLS and not args and not kwargs:
             return nn.GlobalAvgPool2D()
         return original(pool_size, *args, **kwargs)
@@ -51,13 +51,15 @@ def global_head_pool():
         nn.AvgPool2D = original
 
 
-def _zoo_builder(name, constructor, head_pool=False):
+def _zoo_builder(name, constructor, head_pool=False, port=False):
+    """The release's own model-zoo constructor; the Gluon 2.0 model zoo (``port``) takes no ``prefix``."""
     def build(release, variant=None):
         make = getattr(_vision(), constructor)
+        kwargs = {"classes": N_CLASSES} if port else {"classes": N_CLASSES, "prefix": name + "_"}
         if head_pool:
             with global_head_pool():
-                return make(classes=N_CLASSES, prefix=name + "_")
-        return make(classes=N_CLASSES, prefix=name + "_")
+                return make(**kwargs)
+        return make(**kwargs)
     return build
 
 
@@ -96,6 +98,11 @@ def build_e2e_resnet18(release, variant=None):
     return FusedResNet18(prefix="e2e_resnet18_")
 
 
+def port_e2e_resnet18(release, variant=None):
+    from kit.kernel import zoo_gluon2
+    return zoo_gluon2.FusedResNet18(_front_blocks(), _vision().resnet18_v1(classes=N_CLASSES))
+
+
 def front_transforms():
     """The names of ``e2e_resnet18``'s transforms, in order."""
     return [type(b).__name__ for b in _front_blocks()]
@@ -125,6 +132,7 @@ def he_normal():
 def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n_train=128, lr=0.001):
     return ModelSpec(name, 1, "gluon", description, [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
                      N_CLASSES, _images, _zoo_builder(name, constructor, head_pool), epochs=epochs, lr=lr,
+                     port=_zoo_builder(name, constructor, head_pool, port=True),
                      needs=needs, n_train=n_train, n_heldout=64, calibrate_batchnorm=True,
                      initializer=he_normal, tolerance=DEEP_TOLERANCE)
 
@@ -143,7 +151,7 @@ SPECS = [
     ModelSpec("e2e_resnet18", 1, "gluon", "end-to-end ResNet-18 v1: raw 300x300 HWC uint8 in, Resize(224), "
               "ToTensor and Normalize fused into the graph",
               [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")], N_CLASSES, _raw_images,
-              build_e2e_resnet18, epochs=1, lr=0.001, batch_size=16, needs=("batched_image_transforms",),
+              build_e2e_resnet18, port=port_e2e_resnet18, epochs=1, lr=0.001, batch_size=16, needs=("batched_image_transforms",),
               n_train=32, n_heldout=16, internals_samples=1, fused_front=True, calibrate_batchnorm=True, initializer=he_normal,
               tolerance=DEEP_TOLERANCE,
               variant=lambda release: {"transforms": front_transforms(), "batched": True}),

@@ -9,7 +9,7 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data, vision_zoo
+from kit.kernel import data, vision_zoo, zoo_gluon2
 from kit.kernel.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
@@ -188,6 +188,19 @@ def build_symbolic(release, variant=None):
     return mx.sym.SoftmaxOutput(x, name="softmax")
 
 
+def port_e2e(release, variant=None):
+    batched = e2e_batched(release) if not variant else bool(variant.get("batched"))
+    return zoo_gluon2.EndToEnd(E2E_NET_SIZE if batched else None, MEAN, STD)
+
+
+def port_symbolic(release, variant=None):
+    return zoo_gluon2.symbolic_block(build_symbolic(release))
+
+
+def _port(make):
+    return lambda release, variant=None: make()
+
+
 def _e2e_data(n, seed, release):
     return data.raw_images(n, size=E2E_RAW_SIZE if e2e_batched(release) else E2E_NET_SIZE, seed=seed)
 
@@ -195,26 +208,31 @@ def _e2e_data(n, seed, release):
 MODELS = dict((spec.name, spec) for spec in [
     ModelSpec("mlp", 1, "gluon", "Dense-relu-Dense on tabular clusters",
               [InputSpec("data", (20,), "float32", "float")], 4,
-              lambda n, seed, release: data.tabular(n, seed=seed), build_mlp),
+              lambda n, seed, release: data.tabular(n, seed=seed), build_mlp, port=_port(zoo_gluon2.mlp)),
     ModelSpec("lenet", 1, "gluon", "LeNet: conv, max-pool, dense",
               [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
-              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_lenet),
+              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_lenet,
+              port=_port(zoo_gluon2.lenet)),
     ModelSpec("resnet_bn", 1, "gluon", "small residual CNN with BatchNorm (running statistics saved)",
               [InputSpec("data", (3, 16, 16), "float32", "float")], 4,
-              lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed), build_resnet_bn),
+              lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed), build_resnet_bn,
+              port=_port(zoo_gluon2.resnet_bn)),
     ModelSpec("lstm", 1, "gluon", "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
               [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
               lambda n, seed, release: data.tokens(n, seed=seed), build_lstm, epochs=6, graph_needs=("hybrid_rnn",),
+              port=_port(lambda: zoo_gluon2.LSTMClassifier(40, 16, 24, 3)),
               variant=lambda release: {"hybrid": has_feature(release, "hybrid_rnn")[0]}),
     ModelSpec("embedding", 1, "gluon", "Embedding, mean over time, Dense text classifier",
               [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
-              lambda n, seed, release: data.tokens(n, seed=seed), build_embedding, epochs=6),
+              lambda n, seed, release: data.tokens(n, seed=seed), build_embedding, epochs=6,
+              port=_port(lambda: zoo_gluon2.EmbeddingClassifier(40, 16, 3))),
     ModelSpec("symbolic", 1, "symbol", "mx.sym conv-BN-relu-pool-FC-SoftmaxOutput trained with Module",
               [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
               lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_symbolic,
-              label_names=("softmax_label",)),
+              label_names=("softmax_label",), port=port_symbolic,
+              port_initializer=zoo_gluon2.symbolic_initializer),
     ModelSpec("e2e", 1, "gluon", "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
-              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",), fused_front=True,
+              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",), fused_front=True, port=port_e2e,
               variant=lambda release: {"transforms": e2e_transform_names(release), "batched": e2e_batched(release)}),
 ])
 MODELS.update((spec.name, spec) for spec in vision_zoo.SPECS)  # after the hand-written ones, in their order
