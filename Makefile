@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(VENV)/bin
-DEMO_RELEASES ?= 1.0.0.post4 1.2.1 1.4.1 1.5.1 1.7.0.post2 1.9.1
+DEMO_RELEASES ?= 1.0.0.post4 1.2.1 1.4.1 1.5.1 1.7.0.post2 1.9.1 2.0.0b1
 DEMO_JOBS ?= 2
 comma := ,
 empty :=

@@ -1,4 +1,4 @@
-"""The release table: every MXNet 1.x release the kit supports and how to build it.
+"""The release table: every MXNet release the kit supports (1.x and 2.0) and how to build it.
 
 The Python, numpy pins and quirks below were measured on Linux x86_64 with the
 CPU wheels from PyPI (see DESIGN.md). A user can add a release candidate or a
@@ -101,6 +101,10 @@ def _table_release(name, python, numpy, quirks=(), fallback=True):
 _PY36_QUIRKS = ("no SymbolBlock.imports: exports reload through SymbolBlock(sym.load(...)) + load_params",
                 "no Block.save_parameters")
 _MKLDNN = "turns on the MKLDNN subgraph backend on the Module path"
+_GLUON2 = ("Gluon 2.0: forward instead of hybrid_forward, no prefix=/name_scope(), structural parameter names; "
+           "the zoo runs as its Gluon 2.0 port (kit/kernel/zoo_gluon2.py)",
+           "no mx.mod and no save_params/load_params: 1.x Module checkpoints load through SymbolBlock.imports",
+           "needs numpy<1.24 (np.bool)", "needs libquadmath")
 
 RELEASES: dict[str, Release] = {
     r.name: r
@@ -120,6 +124,11 @@ RELEASES: dict[str, Release] = {
                                                           "mx.__version__ reports 1.8.0"), fallback=False),
         _table_release("1.9.1", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN),
                        fallback=False),
+        _table_release("2.0.0a0", "3.11", "1.23.5", _GLUON2 + (
+            "mx.__version__ reports 2.0.0", "numpy semantics start off (the kit turns them on, as 2.0 scripts do)",
+            "no SoftmaxOutput operator: 1.x graphs with a SoftmaxOutput head do not load"), fallback=False),
+        _table_release("2.0.0b1", "3.11", "1.23.5", _GLUON2 + (
+            "mx.__version__ reports 2.0.0beta1", "numpy semantics start on"), fallback=False),
     )
 }
 

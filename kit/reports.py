@@ -5,9 +5,11 @@ import csv
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from kit import migration
 from kit.records import cell_id, is_failure
 
-COLUMNS = ["saved_with", "model", "api", "loaded_with", "direction", "verdict", "allowed", "reason", "max_abs",
+COLUMNS = ["saved_with", "model", "api", "loaded_with", "direction", "verdict", "allowed", "reason", "load_path",
+           "load_attempts", "max_abs",
            "max_rel", "ulp_max", "frac_out_of_tolerance", "top1_agreement", "cosine_min", "load_seconds",
            "infer_seconds", "error_type", "notebook", "record_file"]
 
@@ -24,7 +26,10 @@ def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict
         rows.append({
             "saved_with": rec["saved_with"], "model": rec["model"], "api": rec["api"],
             "loaded_with": rec["loaded_with"], "direction": rec["direction"], "verdict": rec["verdict"],
-            "allowed": cell_id(rec) in allowed_ids, "reason": rec.get("reason"), "max_abs": s.get("max_abs"),
+            "allowed": cell_id(rec) in allowed_ids, "reason": rec.get("reason"), "load_path": rec.get("load_path"),
+            "load_attempts": "; ".join(f"{a['path']}: {a.get('headline') or a.get('error')}"
+                                       for a in rec.get("load_attempts") or []),
+            "max_abs": s.get("max_abs"),
             "max_rel": s.get("max_rel"), "ulp_max": s.get("ulp_max"),
             "frac_out_of_tolerance": s.get("frac_out_of_tolerance"), "top1_agreement": s.get("top1_agreement"),
             "cosine_min": s.get("cosine_min"), "load_seconds": rec.get("load_seconds"),
@@ -81,7 +86,8 @@ def _fmt(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int) -> None:
+def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int,
+                   records: list[dict] = ()) -> None:
     req = manifest["request"]
     lines = [f"# MXNet compatibility run `{manifest['run_id']}`", "",
              f"- saved with: {', '.join(req['save'])}", f"- loaded with: {', '.join(req['load'])}",
@@ -98,6 +104,10 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
     if split["allowed"]:
         lines += ["", "## Allowed (known incompatibilities)", "", "| cell | verdict | reason | expires |", "|---|---|---|---|"]
         lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
+    migrating = migration.markdown(list(records))
+    if migrating:
+        lines += ["", "## Migrating to MXNet 2.0 (1.x artifacts loaded in 2.0, verdicts over the models and the "
+                  "load path used)", ""] + migrating
     forward = [r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close", "unsupported")]
     if forward:
         lines += ["", "## Forward direction (newer artifacts in older releases, reported apart)", ""]
@@ -140,7 +150,7 @@ def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, e
     rows = flat_rows(run_dir, records, allowed_ids)
     write_csv(run_dir / "records.csv", rows)
     write_junit(run_dir / "junit.xml", rows, records, manifest)
-    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code)
+    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records)
     summary = run_dir / "summary.ipynb"
     if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
         write_html(summary, run_dir / "summary.html")

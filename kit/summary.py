@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
-from kit import reports  # noqa: E402
+from kit import migration, reports  # noqa: E402
 from kit.kernel.capabilities import APIS  # noqa: E402
 from kit.kernel.versions import release_key  # noqa: E402
 from kit.records import SEVERITY, classify, load_allow_list, load_records, worst  # noqa: E402
@@ -169,6 +169,11 @@ def failing_table(data: RunData) -> pd.DataFrame:
     df = data.df[~data.df["verdict"].isin(["identical", "close", "unsupported"])]
     return df[["direction", "model", "api", "saved_with", "loaded_with", "verdict", "allowed", "max_abs", "reason",
                "notebook"]].reset_index(drop=True)
+
+
+def migration_table(data: RunData, detail: bool = False) -> pd.DataFrame:
+    """Migrating to MXNet 2.0: every 1.x artifact loaded in a 2.0 release, its verdicts and load path."""
+    return migration.table(data.records, detail=detail)
 
 
 def unsupported_table(data: RunData) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import tempfile
 import mxnet as mx
 from mxnet import gluon
 
-from kit.kernel import mxapi
+from kit.kernel import mxapi, verdicts
 from kit.kernel.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
 from kit.kernel.training import gluon_input, module_predict
 
@@ -39,7 +39,8 @@ def _block_predictor(block, names, path=None, attempts=()):
 
 
 def _attempt(path, exc):
-    return {"path": path, "error_type": type(exc).__name__, "error": str(exc).strip()}
+    return {"path": path, "error_type": type(exc).__name__, "error": str(exc).strip(),
+            "headline": verdicts.headline(exc)}
 
 
 class Adapter(object):

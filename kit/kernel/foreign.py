@@ -217,6 +217,7 @@ def _recorded_version(raw):
 def main(argv=None):
     """``python -m kit.kernel.foreign RELEASE FOLDER SPEC.json``: prepare a staged checkpoint."""
     release, folder, spec_path = (argv or sys.argv[1:])[:3]
+    mxapi.prepare_kernel()
     with open(spec_path) as f:
         spec = json.load(f)
     try:

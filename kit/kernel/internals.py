@@ -117,6 +117,7 @@ def main(argv=None):
     import sys
     from kit.kernel import adapters, artifacts, zoo
     folder, out, release = (argv or sys.argv[1:])[:3]
+    mxapi.prepare_kernel()
     manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
     ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
     spec, adapter = zoo.get(manifest["model"]), adapters.get(manifest["api"])

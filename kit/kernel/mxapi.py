@@ -17,6 +17,13 @@ def gluon2(release=None):
     return has_feature(release or mx.__version__, "gluon2")[0]
 
 
+def prepare_kernel():
+    """Turn numpy semantics on in a Gluon 2.0 release, as a 2.0 user's script does (``npx.set_np()``):
+    2.0.0b1 starts with them on, 2.0.0a0 with them off, and 2.0's numpy operators refuse legacy arrays."""
+    if gluon2() and not numpy_semantics():
+        mx.npx.set_np()
+
+
 def numpy_semantics():
     """True when MXNet's numpy array semantics are on (the 2.0 default)."""
     util = getattr(mx, "util", None)
@@ -75,6 +82,16 @@ def bind(sym, args, aux):
     """An inference executor of ``sym`` on CPU (``Symbol.bind`` in 1.x, ``_bind`` in 2.0)."""
     method = getattr(sym, "bind", None) or getattr(sym, "_bind")
     return method(mx.cpu(), args=args, aux_states=aux, grad_req="null")
+
+
+def symbol_block(sym, input_names):
+    """A gluon SymbolBlock over a legacy symbol; under numpy semantics the graph is turned into a numpy one
+    (as ``SymbolBlock.imports`` does), since a 2.0 block refuses legacy outputs."""
+    from mxnet import gluon
+    inputs = [mx.sym.var(n) for n in input_names]
+    if numpy_semantics():
+        sym, inputs = sym.as_np_ndarray(), [i.as_np_ndarray() for i in inputs]
+    return gluon.SymbolBlock(sym, inputs)
 
 
 def on_cpu(value):

@@ -183,23 +183,12 @@ def _summary(all_metrics):
             "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None}
 
 
-def headline(exc):
-    """The line of an error that says what went wrong: 2.0's MXNetError text opens with a C++ traceback."""
-    lines = [l.strip() for l in str(exc).strip().splitlines() if l.strip()]
-    if not lines:
-        return ""
-    if lines[0].startswith("Traceback"):
-        said = [l for l in lines if l.startswith("MXNetError")]
-        return (said[0] if said else lines[-1])[:500]
-    return lines[0]
-
-
 def _fail(rec, verdict, reason, exc=None, tb=None):
     rec["verdict"] = verdict
     if exc is not None:
         rec["error_type"] = type(exc).__name__
         rec["error"] = str(exc)
-        rec["reason"] = (reason or "") + "%s: %s" % (type(exc).__name__, headline(exc))
+        rec["reason"] = (reason or "") + "%s: %s" % (type(exc).__name__, verdicts.headline(exc))
     else:
         rec["reason"] = reason
     if tb:

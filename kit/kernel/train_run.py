@@ -11,7 +11,7 @@ import mxnet as mx
 import numpy as np
 
 from kit.errors import KitError
-from kit.kernel import adapters, artifacts, cases, internals, zoo
+from kit.kernel import adapters, artifacts, cases, internals, mxapi, zoo
 from kit.kernel.capabilities import APIS, MODEL_GROUPS, expand_models
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
@@ -23,10 +23,12 @@ class TrainFailed(KitError):
 
 
 def check_kernel(release):
-    """Refuse to run when the kernel's MXNet is not the release the notebook was asked for."""
+    """Refuse to run when the kernel's MXNet is not the release the notebook was asked for; then set the
+    kernel up as a user of that release would (numpy semantics on in 2.0)."""
     if not same_release(release, mx.__version__):
         raise KitError("this kernel runs MXNet %s, but mxnet_version is %r" % (mx.__version__, release),
                        hint="run the notebook on kernel mxnet-%s" % release)
+    mxapi.prepare_kernel()
 
 
 def _select(names, known, what):

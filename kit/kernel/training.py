@@ -73,7 +73,7 @@ def module_predict(symbol, arg_params, aux_params, data_names, label_names, inpu
     arrays = [inputs[n] for n in data_names]
     batch = arrays[0].shape[0] if arrays[0].ndim else 1
     if not hasattr(mx, "mod"):
-        block = gluon.SymbolBlock(symbol, [mx.sym.var(n) for n in list(data_names) + list(label_names)])
+        block = mxapi.symbol_block(symbol, list(data_names) + list(label_names))
         params = block.collect_params()
         for name, value in list(arg_params.items()) + list(aux_params.items()):
             if name in params:

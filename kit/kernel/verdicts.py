@@ -38,3 +38,14 @@ def from_metrics(metrics):
             a for a in agreements if a is not None)))
     return MISMATCH, "%.2g%% of elements past tolerance (max abs %.3g)" % (
         100 * worst["frac_out_of_tolerance"], worst["max_abs"])
+
+
+def headline(exc):
+    """The line of an error that says what went wrong: 2.0's MXNetError text opens with a C++ traceback."""
+    lines = [l.strip() for l in str(exc).strip().splitlines() if l.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback"):
+        said = [l for l in lines if l.startswith("MXNetError")]
+        return (said[0] if said else lines[-1])[:500]
+    return lines[0]

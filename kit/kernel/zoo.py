@@ -176,16 +176,20 @@ def build_e2e(release, variant=None):
     return EndToEnd(batched, prefix="e2e_")
 
 
-def build_symbolic(release, variant=None):
-    """A Module-API model: conv, BatchNorm, relu, pooling, FC and a SoftmaxOutput head."""
+def symbolic_body():
+    """conv, BatchNorm, relu, pooling, FC: the Module model up to its head."""
     x = mx.sym.var("data")
     x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")
     x = mx.sym.BatchNorm(x, name="bn1")
     x = mx.sym.Activation(x, act_type="relu", name="relu1")
     x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
     x = mx.sym.Flatten(x, name="flatten1")
-    x = mx.sym.FullyConnected(x, num_hidden=4, name="fc1")
-    return mx.sym.SoftmaxOutput(x, name="softmax")
+    return mx.sym.FullyConnected(x, num_hidden=4, name="fc1")
+
+
+def build_symbolic(release, variant=None):
+    """A Module-API model: conv, BatchNorm, relu, pooling, FC and a SoftmaxOutput head."""
+    return mx.sym.SoftmaxOutput(symbolic_body(), name="softmax")
 
 
 def port_e2e(release, variant=None):
@@ -194,7 +198,7 @@ def port_e2e(release, variant=None):
 
 
 def port_symbolic(release, variant=None):
-    return zoo_gluon2.symbolic_block(build_symbolic(release))
+    return zoo_gluon2.symbolic_block(symbolic_body())
 
 
 def _port(make):

@@ -126,10 +126,11 @@ def resnet_bn():
     return net
 
 
-def symbolic_block(graph):
-    """``graph`` (the 1.x symbol ending in SoftmaxOutput) with a plain softmax head, as a SymbolBlock."""
-    logits = graph.get_internals()["fc1_output"]
-    return gluon.SymbolBlock(mx.sym.softmax(logits, name="softmax"), [mx.sym.var("data")])
+def symbolic_block(body):
+    """The Module model's ``body`` (up to its last FullyConnected) with a plain softmax head, as a SymbolBlock:
+    SoftmaxOutput is gone from 2.0.0a0's ``mx.sym``, and a SymbolBlock takes no label input."""
+    from kit.kernel import mxapi
+    return mxapi.symbol_block(mx.sym.softmax(body, name="softmax"), ["data"])
 
 
 class ModuleInitializer(mx.init.Xavier):
