@@ -109,6 +109,11 @@ _GLUON2 = ("Gluon 2.0: forward instead of hybrid_forward, no prefix=/name_scope(
 RELEASES: dict[str, Release] = {
     r.name: r
     for r in (
+        _table_release("0.11.0", "3.6", "1.13.3", (
+            "no HybridBlock.export: gluon models are saved with save_params and as Module checkpoints",
+            "no SymbolBlock.imports, no gluon transforms, no model_zoo MobileNet", "Sequential.add takes one block",
+            "0.12.0/0.12.1 are left out: their wheels need libgfortran.so.3 (GCC 6), which Debian 12 does not "
+            "package (only libgfortran5)"), fallback=False),
         _table_release("1.0.0.post4", "3.6", "1.13.3", _PY36_QUIRKS + ("no gluon data transforms",)),
         _table_release("1.1.0", "3.6", "1.13.3", _PY36_QUIRKS),
         _table_release("1.2.1", "3.7", "1.14.6",

@@ -5,13 +5,26 @@ from kit.errors import UnknownReleaseError, UsageError
 
 
 def test_table_spans_every_supported_release():
-    assert releases.known_names() == ["1.0.0.post4", "1.1.0", "1.2.1", "1.3.1", "1.4.1", "1.5.1", "1.6.0",
-                                      "1.7.0.post2", "1.8.0.post0", "1.9.1"]
+    assert releases.known_names() == ["0.11.0", "1.0.0.post4", "1.1.0", "1.2.1", "1.3.1", "1.4.1", "1.5.1", "1.6.0",
+                                      "1.7.0.post2", "1.8.0.post0", "1.9.1", "2.0.0a0", "2.0.0b1"]
+
+
+def test_0_11_saves_what_it_had():
+    assert releases.get("0.11.0").apis == ("save_params", "module_checkpoint")
+
+
+def test_2_0_releases_save_only_what_2_0_kept():
+    for name in ("2.0.0a0", "2.0.0b1"):
+        r = releases.get(name)
+        assert r.apis == ("export", "save_parameters")
+        assert r.system_libs == ("libgomp", "libquadmath") and r.fallback is None
+        assert any("SymbolBlock.imports" in q for q in r.quirks)
 
 
 @pytest.mark.parametrize("name,python,numpy", [
     ("1.0.0.post4", "3.6", "1.13.3"), ("1.1.0", "3.6", "1.13.3"), ("1.2.1", "3.7", "1.14.6"),
     ("1.4.1", "3.7", "1.14.6"), ("1.5.1", "3.11", "1.23.5"), ("1.9.1", "3.11", "1.23.5"),
+    ("2.0.0a0", "3.11", "1.23.5"), ("2.0.0b1", "3.11", "1.23.5"), ("0.11.0", "3.6", "1.13.3"),
 ])
 def test_measured_python_and_numpy(name, python, numpy):
     r = releases.get(name)

@@ -23,10 +23,10 @@ _GLUON2_NOTE = "MXNet 2.0"
 
 # api -> (first release that saves with it, what a user sees on older ones)
 _API_SINCE = {
-    "export": ("1.0.0", None),
+    "export": ("0.12.0", "HybridBlock.export is not in MXNet 0.11"),
     "save_parameters": ("1.2.0", "Block.save_parameters/load_parameters arrived in MXNet 1.2"),
-    "save_params": ("1.0.0", None),
-    "module_checkpoint": ("1.0.0", None),
+    "save_params": ("0.11.0", None),
+    "module_checkpoint": ("0.11.0", None),
 }
 
 # api -> (the release that removed it, why)
@@ -37,11 +37,11 @@ _API_REMOVED = {
 
 # api -> [(first release, load path)], newest last: how a release loads an artifact saved with ``api``
 _LOAD_PATHS = {
-    "export": [("1.0.0", "SymbolBlock(sym.load) + load_params"), ("1.2.0", "SymbolBlock.imports")],
+    "export": [("0.11.0", "SymbolBlock(sym.load) + load_params"), ("1.2.0", "SymbolBlock.imports")],
     "save_parameters": [("1.2.0", "model code + load_parameters"), (GLUON2, "Gluon 2.0 port + load_parameters")],
-    "save_params": [("1.0.0", "model code + load_params")],
-    "module_checkpoint": [("1.0.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
-    "checkpoint": [("1.0.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
+    "save_params": [("0.11.0", "model code + load_params")],
+    "module_checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
+    "checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
 }
 
 #: what a user tries first in 2.0 before the migration path (recorded verbatim when it fails)
@@ -58,6 +58,7 @@ _FEATURE_SINCE = {
     "symbolblock_imports": ("1.2.0", "SymbolBlock.imports arrived in MXNet 1.2; older releases rebuild the block from sym.load"),
     "gluon_transforms": ("1.1.0", "mxnet.gluon.data.vision.transforms arrived in MXNet 1.1"),
     "runtime_features": ("1.5.0", "mxnet.runtime.Features arrived in MXNet 1.5"),
+    "mobilenet_v1": ("0.12.0", "model_zoo.vision.mobilenet* is not in MXNet 0.11"),
     "mobilenet_v2": ("1.2.0", "model_zoo.vision.mobilenet_v2_* arrived in MXNet 1.2"),
     "subgraph_backend_none": ("1.6.0", "MXNET_SUBGRAPH_BACKEND=NONE is understood from MXNet 1.6 on"),
     "hybrid_rnn": ("1.3.0", "gluon.rnn.LSTM is not a HybridBlock before MXNet 1.3, so it cannot be exported"),

@@ -39,8 +39,15 @@ def evaluate(sym, arg_params, aux_params, inputs):
     """OrderedDict output name -> numpy array for every operator output of ``sym`` on ``inputs``."""
     internals = sym.get_internals()
     variables = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
-    names = [n for n in internals.list_outputs() if n not in variables]
-    group = mx.sym.Group([internals[n] for n in names])
+    # by position: MXNet 0.11's model zoo gives several nodes one name; later ones are told apart by "#k"
+    picked, names, seen = [], [], {}
+    for i, name in enumerate(internals.list_outputs()):
+        if name in variables:
+            continue
+        seen[name] = seen.get(name, 0) + 1
+        picked.append(internals[i])
+        names.append(name if seen[name] == 1 else "%s#%d" % (name, seen[name]))
+    group = mx.sym.Group(picked)
     args = dict((k, mxapi.on_cpu(v)) for k, v in arg_params.items())
     for name, value in inputs.items():
         args[name] = mx.nd.array(value, dtype=value.dtype)

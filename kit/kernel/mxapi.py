@@ -101,6 +101,13 @@ def on_cpu(value):
     return value.as_in_context(mx.cpu())
 
 
+def add(sequential, *blocks):
+    """``sequential.add(*blocks)``; MXNet 0.11's ``add`` takes one block a call."""
+    for block in blocks:
+        sequential.add(block)
+    return sequential
+
+
 def children(block):
     """A block's direct children: a list before 1.3, a dict after, of weak references in 2.0."""
     kids = block._children

@@ -143,7 +143,7 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
                 loss = loss_fn(mx.np.log(out + 1e-12) if probabilities else out, gluon_input(yb))
             loss.backward()
             trainer.step(len(xb))
-            history.append(float(loss.mean().asnumpy()))
+            history.append(float(loss.asnumpy().mean()))  # NDArray.mean is newer than 0.11
     if spec.calibrate_batchnorm:
         calibrate_batchnorm(target, x)
     train_acc = _accuracy(target(gluon_input(x)).asnumpy(), y)

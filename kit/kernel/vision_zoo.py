@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data
+from kit.kernel import data, mxapi
 from kit.kernel.modelspec import InputSpec, ModelSpec
 
 MEAN = (0.485, 0.456, 0.406)
@@ -75,7 +75,7 @@ def eager_front():
     Not ``transforms.Compose``: it hybridizes runs of HybridBlocks itself.
     """
     front = nn.Sequential()
-    front.add(*_front_blocks())
+    mxapi.add(front, *_front_blocks())
     return front
 
 
@@ -87,7 +87,7 @@ class FusedResNet18(gluon.HybridBlock):
         with self.name_scope():
             self.front = nn.HybridSequential()
             with self.front.name_scope():
-                self.front.add(*_front_blocks())
+                mxapi.add(self.front, *_front_blocks())
             self.classifier = _vision().resnet18_v1(classes=N_CLASSES, prefix="net_")
 
     def hybrid_forward(self, F, x):
@@ -140,7 +140,8 @@ def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n
 SPECS = [
     _spec("resnet18_v1", "resnet18_v1", "model_zoo ResNet-18 v1: conv-BN-relu residual stages, max pool"),
     _spec("resnet18_v2", "resnet18_v2", "model_zoo ResNet-18 v2: pre-activation BN-relu-conv residual stages"),
-    _spec("mobilenet_v1", "mobilenet1_0", "model_zoo MobileNet 1.0: depthwise-separable convolutions"),
+    _spec("mobilenet_v1", "mobilenet1_0", "model_zoo MobileNet 1.0: depthwise-separable convolutions",
+          needs=("mobilenet_v1",)),
     _spec("mobilenet_v2", "mobilenet_v2_1_0", "model_zoo MobileNetV2 1.0: inverted residuals, relu6 (1.2+)",
           needs=("mobilenet_v2",)),
     _spec("squeezenet1_1", "squeezenet1_1", "model_zoo SqueezeNet 1.1: fire modules (concat), dropout, "

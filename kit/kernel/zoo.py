@@ -9,7 +9,7 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data, vision_zoo, zoo_gluon2
+from kit.kernel import data, mxapi, vision_zoo, zoo_gluon2
 from kit.kernel.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
@@ -102,12 +102,12 @@ class EndToEnd(gluon.HybridBlock):
             with self.front.name_scope():
                 if batched:
                     self.front.add(transforms.Resize(E2E_NET_SIZE))
-                self.front.add(transforms.ToTensor(), transforms.Normalize(mean=MEAN, std=STD))
+                mxapi.add(self.front, transforms.ToTensor(), transforms.Normalize(mean=MEAN, std=STD))
                 if not batched:
                     self.front.add(AddBatchAxis())
             self.classifier = nn.HybridSequential()
             with self.classifier.name_scope():
-                self.classifier.add(nn.Conv2D(16, 3, padding=1, activation="relu"), nn.MaxPool2D(2, 2),
+                mxapi.add(self.classifier, nn.Conv2D(16, 3, padding=1, activation="relu"), nn.MaxPool2D(2, 2),
                                     nn.Conv2D(32, 3, padding=1, activation="relu"), nn.GlobalAvgPool2D(),
                                     nn.Dense(4))
 
@@ -119,14 +119,14 @@ class EndToEnd(gluon.HybridBlock):
 def build_mlp(release, variant=None):
     net = nn.HybridSequential(prefix="mlp_")
     with net.name_scope():
-        net.add(nn.Dense(32, activation="relu"), nn.Dense(4))
+        mxapi.add(net, nn.Dense(32, activation="relu"), nn.Dense(4))
     return net
 
 
 def build_lenet(release, variant=None):
     net = nn.HybridSequential(prefix="lenet_")
     with net.name_scope():
-        net.add(nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
+        mxapi.add(net, nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
                 nn.Conv2D(16, 5, activation="relu"), nn.MaxPool2D(2, 2),
                 nn.Flatten(), nn.Dense(64, activation="relu"), nn.Dense(4))
     return net
@@ -135,7 +135,7 @@ def build_lenet(release, variant=None):
 def build_resnet_bn(release, variant=None):
     net = nn.HybridSequential(prefix="resnet_bn_")
     with net.name_scope():
-        net.add(nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
+        mxapi.add(net, nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
                 ResidualUnit(16), ResidualUnit(16), nn.GlobalAvgPool2D(), nn.Dense(4))
     return net
 

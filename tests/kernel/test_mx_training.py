@@ -5,14 +5,15 @@ from mxnet import gluon
 
 from kit.kernel import adapters, vision_zoo, zoo
 from kit.kernel.capabilities import APIS, VISION_MODELS
-from kit.kernel.training import calibrate_batchnorm, nd_input
+from kit.kernel import mxapi
+from kit.kernel.training import calibrate_batchnorm, gluon_input as nd_input
 
 
 def test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay():
+    mxapi.prepare_kernel()
     mx.random.seed(0)
-    net = gluon.nn.HybridSequential(prefix="cal_")
-    with net.name_scope():
-        net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"))
+    net = gluon.nn.HybridSequential()  # no prefix= in Gluon 2.0, and 1.x needs none here
+    net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"))
     net.initialize(mx.init.Xavier())
     net.hybridize()
     x = np.random.RandomState(0).rand(16, 3, 8, 8).astype(np.float32) * 3 + 1
@@ -37,6 +38,8 @@ def test_vision_models_per_release():
     assert supported("1.2.1", "mobilenet_v2") == list(APIS)
     assert supported("1.4.1", "e2e_resnet18") == []
     assert supported("1.5.1", "e2e_resnet18") == list(APIS)
+    assert supported("2.0.0b1", "densenet121") == ["export", "save_parameters"]
+    assert supported("2.0.0a0", "e2e_resnet18") == ["export", "save_parameters"]
     assert "Resize is not a HybridBlock" in zoo.get("e2e_resnet18").supported("1.4.1")[1]
 
 

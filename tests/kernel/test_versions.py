@@ -16,6 +16,13 @@ def test_post_suffix_is_dropped_like_mx_version():
     assert not same_release("1.7.0.post2", "1.8.0")
 
 
+def test_2_0_releases_are_known_by_what_they_report():
+    assert same_release("2.0.0a0", "2.0.0")  # measured: the 2.0.0a0 wheel reports 2.0.0
+    assert same_release("2.0.0b1", "2.0.0beta1")
+    assert not same_release("2.0.0b1", "2.0.0")
+    assert release_key("1.9.1") < release_key("2.0.0a0") < release_key("2.0.0b1") < release_key("2.0.0")
+
+
 def test_release_order():
     names = ["1.10.0", "1.9.1", "1.1.0", "1.0.0.post4", "1.1.0rc1", "1.0.0", "1.1.0.post0", "1.2.0b20180101"]
     assert sorted(names, key=release_key) == [
