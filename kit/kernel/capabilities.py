@@ -41,11 +41,11 @@ _LOAD_PATHS = {
     "save_parameters": [("1.2.0", "model code + load_parameters"), (GLUON2, "Gluon 2.0 port + load_parameters")],
     "save_params": [("0.11.0", "model code + load_params")],
     "module_checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
-    "checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
+    "checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock + load_dict")],
 }
 
 #: what a user tries first in 2.0 before the migration path (recorded verbatim when it fails)
-NAIVE_LOAD_PATHS = {"module_checkpoint": "mx.model.load_checkpoint", "checkpoint": "mx.model.load_checkpoint"}
+NAIVE_LOAD_PATHS = {"module_checkpoint": "mx.model.load_checkpoint"}
 
 #: the workaround for an artifact whose load API a release removed
 WORKAROUNDS = {
@@ -116,7 +116,7 @@ def load_path(release, api):
     if api not in _LOAD_PATHS:
         raise KeyError("unknown API %r; known: %s" % (api, ", ".join(sorted(_LOAD_PATHS))))
     found = [path for first, path in _LOAD_PATHS[api] if at_least(release, first)]
-    if api in _API_REMOVED and at_least(release, _API_REMOVED[api][0]) and api not in NAIVE_LOAD_PATHS:
+    if api in WORKAROUNDS and at_least(release, _API_REMOVED[api][0]):
         return None, "%s; workaround: %s" % (_API_REMOVED[api][1], WORKAROUNDS[api])
     if not found:
         return None, has_api(release, api)[1]

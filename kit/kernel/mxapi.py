@@ -37,6 +37,11 @@ def array(value):
     return mx.nd.array(value, dtype=value.dtype)
 
 
+def as_array(value):
+    """An NDArray (e.g. from :func:`load_ndarrays`) as the array type blocks take here."""
+    return value.as_np_ndarray() if numpy_semantics() and hasattr(value, "as_np_ndarray") else value
+
+
 def zeros(shape):
     return mx.np.zeros(shape) if numpy_semantics() else mx.nd.zeros(shape)
 

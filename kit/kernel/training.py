@@ -74,10 +74,8 @@ def module_predict(symbol, arg_params, aux_params, data_names, label_names, inpu
     batch = arrays[0].shape[0] if arrays[0].ndim else 1
     if not hasattr(mx, "mod"):
         block = mxapi.symbol_block(symbol, list(data_names) + list(label_names))
-        params = block.collect_params()
-        for name, value in list(arg_params.items()) + list(aux_params.items()):
-            if name in params:
-                params[name].set_data(value)
+        values = dict(list(arg_params.items()) + list(aux_params.items()))
+        block.load_dict(dict((k, mxapi.as_array(v)) for k, v in values.items()), mx.cpu())  # 2.0.0a0: ctx
         labels = [mxapi.zeros((batch,)) for _ in label_names]
         return mxapi.to_numpy(block(*([gluon_input(a) for a in arrays] + labels)))
     mod = mx.mod.Module(symbol, data_names=list(data_names), label_names=list(label_names) or None,

@@ -26,7 +26,7 @@ def test_load_paths_by_release():
     assert load_path("1.9.1", "module_checkpoint") == ("mx.model.load_checkpoint + Module", None)
     # the 2.0 migration paths: Module checkpoints through SymbolBlock.imports, parameters into the port
     assert load_path("2.0.0b1", "module_checkpoint") == ("SymbolBlock.imports", None)
-    assert load_path("2.0.0a0", "checkpoint") == ("SymbolBlock.imports", None)
+    assert load_path("2.0.0a0", "checkpoint") == ("SymbolBlock + load_dict", None)  # a foreign checkpoint
     assert load_path("2.0.0b1", "save_parameters") == ("Gluon 2.0 port + load_parameters", None)
     path, reason = load_path("2.0.0b1", "save_params")
     assert path is None and "removed in MXNet 2.0" in reason and "workaround" in reason
