@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kit.cells import Cell
 from kit.errors import UsageError
+from kit.kernel.verdicts import PARAMS_AS_SAVED
 from kit.runs import Run, runs_dir
 
 
@@ -54,7 +55,7 @@ def markdown(cell: Cell, record: dict, run_manifest: dict, investigation: dict |
         if params is None:
             lines.append("The artifact records no table of its saved parameters.")
         else:
-            changed = [p for p in params if p["status"] != "same"]
+            changed = [p for p in params if p["status"] not in PARAMS_AS_SAVED]
             lines.append(f"{len(changed)} of {len(params)} parameter(s) did not load as saved"
                          + (": " + ", ".join(f"`{p['name']}` ({p['status']})" for p in changed) if changed else "."))
     req = run_manifest.get("request", {})

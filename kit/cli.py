@@ -325,6 +325,7 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
     """Where in the model a cell's difference starts: investigate.ipynb on the loading release's kernel."""
     from kit.cells import Cell
     from kit.investigate import investigate_cell
+    from kit.kernel.verdicts import PARAMS_AS_SAVED
     out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
     result = json.loads(out["json"].read_text())
     first = result["first_divergence"]
@@ -333,10 +334,12 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
                    f"max abs {first.get('max_abs')})")
     else:
         click.echo(f"no node past tolerance ({len(result['rows'])} nodes)")
+    if result.get("node_matching", "by name") != "by name":
+        click.echo(f"nodes matched {result['node_matching']}")
     if result["parameters"] is None:
         click.echo("the artifact records no table of its saved parameters")
     else:
-        changed = [p for p in result["parameters"] if p["status"] != "same"]
+        changed = [p for p in result["parameters"] if p["status"] not in PARAMS_AS_SAVED]
         click.echo(f"{len(changed)} parameter(s) not loaded as saved" + (": " + ", ".join(
             f"{p['name']} ({p['status']})" for p in changed) if changed else ""))
     click.echo(f"notebook: {out['notebook']}")

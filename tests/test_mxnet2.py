@@ -133,3 +133,12 @@ def test_check_model_takes_a_1x_checkpoint_into_2_0(migration_run, kit_home, tmp
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = read_records(migration_run["runs"] / "cm2")[(NEWEST, "mine", "checkpoint", GLUON2)]
     assert rec["verdict"] == "identical" and rec["load_path"] == "SymbolBlock + load_dict"
+
+
+def test_investigate_pairs_a_1x_graph_with_its_gluon2_port(migration_run, kit_home):
+    proc = run_cli("investigate", "m2", "--cell", f"lenet/save_parameters/{NEWEST}/{GLUON2}", "--runs-dir",
+                   str(migration_run["runs"]), home=kit_home, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "no node past tolerance" in proc.stdout
+    assert "nodes matched by position" in proc.stdout  # lenet_conv0_fwd ... against the port's node_0 ...
+    assert "0 parameter(s) not loaded as saved" in proc.stdout  # lenet_conv0_weight is 0.weight, same values

@@ -1,6 +1,7 @@
 """What investigate.ipynb runs: where in a model a difference between two releases starts."""
 import hashlib
 import os
+from collections import OrderedDict
 
 import numpy as np
 
@@ -46,23 +47,47 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
         raise KitError(str(e))
     got = internals.evaluate(sym, arg, aux, inputs)
     nodes = internals.node_table(sym)
-    rows = _node_rows(expected, got, nodes, model, tolerance_overrides)
+    got, matching, loaded_names = match_nodes(expected, got)
+    rows = _node_rows(expected, got, nodes, model, tolerance_overrides, loaded_names)
     first = next((r for r in rows if not r["ok"]), None)
     worst = _worst_elements(expected[first["output"]], got[first["output"]], top) \
         if first and first["output"] in expected and first["output"] in got and first["shape_match"] else []
     return {
         "loaded_with": release, "saved_with": saved_version, "model": model, "api": api, "artifact": folder,
         "reference": reference, "rows": rows, "first_divergence": first, "worst_elements": worst,
+        "node_matching": matching,
         # None: an artifact from before parameter tables were recorded
         "parameters": param_diff(manifest["parameters"], arg, aux) if manifest.get("parameters") else None,
     }
 
 
-def _node_rows(expected, got, nodes, model, overrides):
+BY_NAME = "by name"
+
+
+def match_nodes(expected, got):
+    """``(got, how, loaded_names)``: the loaded graph's outputs keyed like the saved ones where that can be told,
+    and the loaded graph's own name of each (where it differs).
+
+    Graphs of one lineage share node names. A 1.x graph and the Gluon 2.0 trace of its port
+    share none (``lenet_conv0_fwd`` against ``node_0``): their outputs are paired by position when
+    both graphs have as many, and the pairing is said; otherwise nothing is paired.
+    """
+    if set(expected) & set(got) or not expected or not got:
+        return got, BY_NAME, {}
+    if len(expected) != len(got):
+        return got, ("none: the saved graph has %d outputs and the loaded one %d, named differently"
+                     % (len(expected), len(got))), {}
+    paired, names = OrderedDict(), {}
+    for saved_name, (loaded_name, value) in zip(expected, got.items()):
+        paired[saved_name], names[saved_name] = value, loaded_name
+    return paired, "by position: the saved and loaded graphs name their nodes differently", names
+
+
+def _node_rows(expected, got, nodes, model, overrides, loaded_names=None):
     rows = []
     order = list(expected) + [n for n in got if n not in expected]
     for i, out in enumerate(order):
-        node = internals.node_of(out)
+        node = internals.node_of((loaded_names or {}).get(out, out))
         info = nodes.get(node, {})
         row = {"index": i, "output": out, "node": node, "op": info.get("op"), "attrs": info.get("attrs", {})}
         if out not in got or out not in expected:
@@ -93,14 +118,32 @@ def _worst_elements(expected, got, top):
     return out
 
 
+def _digest(array):
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+
+
 def param_diff(saved, arg, aux):
-    """Saved parameters (from the manifest) against what this release loaded: names, shapes, values."""
+    """Saved parameters (from the manifest) against what this release loaded: names, shapes, values.
+
+    A parameter whose name is on one side only is paired by its content hash with one on the other
+    side ("renamed"): 1.x's prefixed names (``lenet_conv0_weight``) against 2.0's structural ones (``0.weight``).
+    """
     loaded = dict((k.split(":", 1)[-1], v.asnumpy()) for k, v in list(arg.items()) + list(aux.items()))
+    by_hash = dict((s["sha256"], n) for n, s in saved.items() if n not in loaded)
+    renamed = {}
+    for name in [n for n in loaded if n not in saved]:
+        match = by_hash.get(_digest(loaded[name]))
+        if match is not None and list(loaded[name].shape) == list(saved[match]["shape"]):
+            renamed[name] = match
     rows = []
     for name in sorted(set(saved) | set(loaded)):
-        s, l = saved.get(name), loaded.get(name)
+        if name in renamed.values():
+            continue
+        s, l = saved.get(renamed.get(name, name)), loaded.get(name)
         row = {"name": name}
-        if s is None:
+        if name in renamed:
+            row.update(status="renamed, same values", saved_name=renamed[name], shape=s["shape"])
+        elif s is None:
             row.update(status="not saved (new in the loaded model)", loaded_shape=list(l.shape))
         elif l is None:
             row.update(status="not loaded (missing or renamed)", saved_shape=s["shape"])
@@ -108,7 +151,7 @@ def param_diff(saved, arg, aux):
             row.update(status="shape changed", saved_shape=s["shape"], loaded_shape=list(l.shape))
         else:
             a = np.ascontiguousarray(l)
-            same = hashlib.sha256(a.tobytes()).hexdigest()[:16] == s["sha256"] and str(a.dtype) == s["dtype"]
+            same = _digest(a) == s["sha256"] and str(a.dtype) == s["dtype"]
             f = a.astype(np.float64)
             row.update(status="same" if same else "values changed", shape=s["shape"],
                        saved_mean=s["mean"], loaded_mean=float(f.mean()) if f.size else 0.0,
@@ -129,6 +172,8 @@ def headline(result):
     first = result["first_divergence"]
     cell = "%s/%s saved with %s, loaded with %s" % (result["model"], result["api"], result["saved_with"],
                                                     result["loaded_with"])
+    if result.get("node_matching", BY_NAME) != BY_NAME:
+        cell += " (nodes matched %s)" % result["node_matching"]
     if first is None:
         return "%s: every one of %d nodes is within tolerance." % (cell, len(result["rows"]))
     detail = "max abs error %.3g" % first["max_abs"] if first.get("max_abs") is not None else first["status"]

@@ -181,10 +181,12 @@ def calibrate_batchnorm(net, x, n=64):
 
 
 def _drop_cached_graphs(blocks):
-    # hybridize() drops them only from MXNet 1.1 on; _clear_cached_op exists in every 1.x
+    # hybridize() drops them only from MXNet 1.1 on; _clear_cached_op exists from 1.0, 0.11 has the bare fields
     for block in blocks:
         if hasattr(block, "_clear_cached_op"):
             block._clear_cached_op()
+        elif hasattr(block, "_cached_op"):
+            block._cached_graph, block._cached_op = (), None
 
 
 def _front_features(net, batched, x):

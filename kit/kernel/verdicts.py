@@ -5,6 +5,8 @@ LOAD_ERROR, INFER_ERROR, CORRUPT, UNSUPPORTED = "load-error", "infer-error", "co
 VERDICTS = (IDENTICAL, CLOSE, DRIFT, MISMATCH, LOAD_ERROR, INFER_ERROR, CORRUPT, UNSUPPORTED)
 PASSING = (IDENTICAL, CLOSE)
 FAILING = (DRIFT, MISMATCH, LOAD_ERROR, INFER_ERROR, CORRUPT)
+#: a parameter investigate found loaded exactly as saved, under its own name or another (1.x prefix vs 2.0 structure)
+PARAMS_AS_SAVED = ("same", "renamed, same values")
 
 
 def from_metrics(metrics):

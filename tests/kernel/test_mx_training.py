@@ -13,7 +13,7 @@ def test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay():
     mxapi.prepare_kernel()
     mx.random.seed(0)
     net = gluon.nn.HybridSequential()  # no prefix= in Gluon 2.0, and 1.x needs none here
-    net.add(gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"))
+    mxapi.add(net, gluon.nn.Conv2D(4, 3), gluon.nn.BatchNorm(), gluon.nn.Activation("relu"))
     net.initialize(mx.init.Xavier())
     net.hybridize()
     x = np.random.RandomState(0).rand(16, 3, 8, 8).astype(np.float32) * 3 + 1
