@@ -204,6 +204,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
         run.write_manifest(manifest)
         return _execute(run, manifest, req, runner, home, on_event)
     finally:
+        run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
 
 
@@ -233,6 +234,7 @@ def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, e
         on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
         return _execute(run, manifest, req, runner, home, on_event)
     finally:
+        run.sweep_partial_writes()
         run.unlock()
 
 

@@ -69,7 +69,31 @@ class Run:
         except (OSError, ValueError) as e:
             raise UsageError(f"run {self.id} has no readable {RUN_MANIFEST}: {e}") from None
 
+    def sweep_partial_writes(self) -> list[Path]:
+        """Remove the temporary files (``NAME.tmp-PID``) of writers that died mid-write; returns them.
+
+        Records and manifests are written to such a file and renamed into place; a kernel killed
+        in between (Ctrl-C, a crash) leaves the temporary file, never a half record.
+        """
+        removed = []
+        for path in self.dir.rglob("*.tmp-*"):
+            pid = path.name.rsplit(".tmp-", 1)[-1]
+            if pid.isdigit() and not _alive(int(pid)) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
+
     def write_manifest(self, data: dict) -> None:
         tmp = self.manifest_path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
         os.replace(tmp, self.manifest_path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
