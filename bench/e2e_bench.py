@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from kit import releases as release_table  # noqa: E402
 from kit.envs import EnvManager  # noqa: E402
-from kit.errors import KitError  # noqa: E402
+from kit.common.errors import KitError  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
 SCHEMA = 1

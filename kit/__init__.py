@@ -3,7 +3,7 @@
 This module is imported inside every MXNet kernel too (down to Python 3.6), so it
 stays free of host-side imports.
 """
-from kit.errors import KitError
+from kit.common.errors import KitError
 
 __version__ = "0.1.0"
 __all__ = ["KitError", "__version__"]

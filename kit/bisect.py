@@ -9,11 +9,11 @@ from typing import Callable
 
 from kit import releases
 from kit.envs import EnvManager
-from kit.errors import KitError, UsageError
+from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
-from kit.kernel.capabilities import APIS, MODEL_NAMES
-from kit.kernel.verdicts import PASSING, UNSUPPORTED
-from kit.kernel.versions import release_key
+from kit.common.capabilities import APIS, MODEL_NAMES
+from kit.common.verdicts import PASSING, UNSUPPORTED
+from kit.common.versions import release_key
 from kit.notebooks import NOTEBOOKS
 from kit.runs import Run, new_run_id, runs_dir
 from kit.steps import Step, execute_step

@@ -6,8 +6,8 @@ import zipfile
 from pathlib import Path
 
 from kit.cells import Cell
-from kit.errors import UsageError
-from kit.kernel.verdicts import PARAMS_AS_SAVED
+from kit.common.errors import UsageError
+from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.runs import Run, runs_dir
 
 

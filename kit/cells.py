@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kit.errors import UsageError
-from kit.kernel.capabilities import APIS, MODEL_NAMES
+from kit.common.errors import UsageError
+from kit.common.capabilities import APIS, MODEL_NAMES
 
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # names that are safe as path components

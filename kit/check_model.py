@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 
 from kit.envs import EnvManager
-from kit.errors import EnvBuildError, UsageError
+from kit.common.errors import EnvBuildError, UsageError
 from kit.home import KitHome
-from kit.kernel import artifacts
-from kit.kernel.capabilities import MODEL_NAMES
+from kit.common import artifacts
+from kit.common.capabilities import MODEL_NAMES
 
 API = "checkpoint"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -14,7 +14,7 @@ import click
 
 from kit import kernelspecs, releases
 from kit.envs import EnvManager
-from kit.errors import KitError, UsageError
+from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
 from kit.tables import format_table, human_size
 
@@ -325,7 +325,7 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
     """Where in the model a cell's difference starts: investigate.ipynb on the loading release's kernel."""
     from kit.cells import Cell
     from kit.investigate import investigate_cell
-    from kit.kernel.verdicts import PARAMS_AS_SAVED
+    from kit.common.verdicts import PARAMS_AS_SAVED
     out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
     result = json.loads(out["json"].read_text())
     first = result["first_divergence"]

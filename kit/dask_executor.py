@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from kit.errors import KitError, UsageError
+from kit.common.errors import KitError, UsageError
 from kit.steps import Step, StepResult
 
 CONNECT_TIMEOUT = "10s"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from kit.errors import UsageError
-from kit.kernel.versions import release_key
+from kit.common.errors import UsageError
+from kit.common.versions import release_key
 from kit.summary import plt, show  # noqa: F401 (show is re-exported for the notebook)
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import kit
 from kit import kernelspecs, releases, syslibs
-from kit.errors import EnvBuildError, EnvNotFoundError, KitError
+from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
 from kit.home import REPO_ROOT, KitHome
 from kit.interpreters import Interpreter, InterpreterFinder
-from kit.kernel.versions import release_key, same_release
+from kit.common.versions import release_key, same_release
 from kit.releases import Release
 from kit.uvtool import run_logged, uv_binary
 

@@ -6,7 +6,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
-from kit.errors import UsageError
+from kit.common.errors import UsageError
 from kit.steps import Step, StepResult, execute_step
 
 

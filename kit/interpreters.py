@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.errors import InterpreterNotFoundError, UsageError
+from kit.common.errors import InterpreterNotFoundError, UsageError
 
 _PROBE = "import sys, json; print(json.dumps([sys.executable, list(sys.version_info[:3])]))"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kit.cells import Cell
 from kit.envs import EnvManager
-from kit.errors import EnvBuildError, UsageError
+from kit.common.errors import EnvBuildError, UsageError
 from kit.home import KitHome
 from kit.notebooks import NOTEBOOKS, run_notebook
 from kit.runs import Run, runs_dir

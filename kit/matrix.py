@@ -17,12 +17,12 @@ from typing import Callable
 import kit
 from kit import kernelspecs, reports
 from kit.envs import EnvManager
-from kit.errors import KitError, UsageError
+from kit.common.errors import KitError, UsageError
 from kit.executors import REMOTE, get_executor
 from kit.home import KitHome
-from kit.kernel import tolerance as tolerance_mod
-from kit.kernel.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
-from kit.kernel.versions import direction
+from kit.common import tolerance as tolerance_mod
+from kit.common.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
+from kit.common.versions import direction
 from kit.notebooks import NOTEBOOKS
 from kit.records import cell_id, classify, load_allow_list, load_records
 from kit.runs import Run, new_run_id, runs_dir

@@ -11,8 +11,8 @@ from collections import Counter
 
 import pandas as pd
 
-from kit.kernel.capabilities import APIS, has_feature
-from kit.kernel.versions import release_key
+from kit.common.capabilities import APIS, has_feature
+from kit.common.versions import release_key
 from kit.records import SEVERITY
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from kit.errors import UsageError
-from kit.kernel.verdicts import FAILING, IDENTICAL, UNSUPPORTED
+from kit.common.errors import UsageError
+from kit.common.verdicts import FAILING, IDENTICAL, UNSUPPORTED
 
 #: worst last: how a group of cells is summarized by its worst verdict
 SEVERITY = ("identical", "close", "unsupported", "drift", "mismatch", "infer-error", "load-error", "corrupt")

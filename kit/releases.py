@@ -10,9 +10,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kit.errors import UnknownReleaseError, UsageError
-from kit.kernel import capabilities
-from kit.kernel.versions import at_least, parse_release, release_key
+from kit.common.errors import UnknownReleaseError, UsageError
+from kit.common import capabilities
+from kit.common.versions import at_least, parse_release, release_key
 
 #: Releases ``make demo`` spans: old, middle and new.
 DEFAULT_RELEASES = ("1.0.0.post4", "1.4.1", "1.9.1")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from kit import store as store_mod
 from kit.envs import EnvBuildError, EnvManager
-from kit.errors import KitError
+from kit.common.errors import KitError
 from kit.home import KitHome
 from kit.notebooks import NOTEBOOKS
 

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from kit.errors import UsageError
+from kit.common.errors import UsageError
 from kit.home import REPO_ROOT
 
 RUN_MANIFEST = "run.json"

@@ -139,8 +139,8 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     import json
     from pathlib import Path
 
-    from kit.kernel import artifacts
-    from kit.kernel.versions import direction
+    from kit.common import artifacts
+    from kit.common.versions import direction
     records = Path(step["parameters"]["out_dir"]) / "records"
     marker = records / (artifacts.INFLIGHT % step["release"])
     if not marker.exists():

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from kit.errors import KitError, UsageError
+from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
-from kit.kernel import artifacts
+from kit.common import artifacts
 
 INDEX = "index.json"
 RUNS_PREFIX = ".runs"  # outputs of steps that ran on other machines (the dask executor), per run and attempt

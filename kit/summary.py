@@ -17,8 +17,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
 from kit import migration, reports  # noqa: E402
-from kit.kernel.capabilities import APIS  # noqa: E402
-from kit.kernel.versions import release_key  # noqa: E402
+from kit.common.capabilities import APIS  # noqa: E402
+from kit.common.versions import release_key  # noqa: E402
 from kit.records import SEVERITY, classify, load_allow_list, load_records, worst  # noqa: E402
 
 COLOURS = {"identical": "#1a9850", "close": "#91cf60", "unsupported": "#d9d9d9", "drift": "#fdae61",

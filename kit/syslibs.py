@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ctypes
 
-from kit.errors import MissingSystemLibraryError
+from kit.common.errors import MissingSystemLibraryError
 
 # library -> (soname to load, Debian/Ubuntu package, Fedora/RHEL package)
 LIBRARIES = {

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kit.errors import EnvBuildError, UsageError
+from kit.common.errors import EnvBuildError, UsageError
 from kit.home import uv_cache_dir
 
 

@@ -133,7 +133,7 @@ def s3_server(tmp_path_factory):
 
 def rehash(folder: Path, name: str) -> None:
     """Update an artifact manifest's sha256 of ``name``, so a deliberate change gets past the hash check."""
-    from kit.kernel import artifacts
+    from kit.common import artifacts
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"][name] = artifacts.sha256_file(str(folder / name))
     (folder / "manifest.json").write_text(json.dumps(manifest))

@@ -102,7 +102,7 @@ def test_hand_written_legacy_files(built_envs, kit_home, tmp_path):
     rec = read_records(tmp_path / "runs" / "legacy")[(OLDEST, "old", "checkpoint", NEWEST)]
     assert rec["verdict"] in ("identical", "close")
     # the reference is a real forward pass over the hand-written weights: softmax(x W^T + b)
-    from kit.kernel import artifacts
+    from kit.common import artifacts
     ref = artifacts.load_reference(str(tmp_path / "store" / OLDEST / "old" / "checkpoint" / "reference.npz"))
     x = ref["batch"]["input"]["data"]
     logits = x.astype(np.float64) @ w.T.astype(np.float64) + b

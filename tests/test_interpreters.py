@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.errors import InterpreterNotFoundError, UsageError
+from kit.common.errors import InterpreterNotFoundError, UsageError
 from kit.interpreters import InterpreterFinder
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from kit import releases
-from kit.errors import UnknownReleaseError, UsageError
+from kit.common.errors import UnknownReleaseError, UsageError
 
 
 def test_table_spans_every_supported_release():

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import NEWEST, OLDEST, REPO, read_records, rehash, run_cli
 from kit.home import KitHome
-from kit.kernel import artifacts
+from kit.common import artifacts
 from kit.notebooks import NOTEBOOKS, run_notebook
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from kit import syslibs
-from kit.errors import MissingSystemLibraryError
+from kit.common.errors import MissingSystemLibraryError
 
 
 def test_real_libraries_are_present():

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import NEWEST, OLDEST
 from kit.home import KitHome
-from kit.kernel import artifacts
+from kit.common import artifacts
 from kit.notebooks import NOTEBOOKS, run_notebook
 
 pytestmark = pytest.mark.envs

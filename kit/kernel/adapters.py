@@ -10,8 +10,9 @@ import tempfile
 import mxnet as mx
 from mxnet import gluon
 
-from kit.kernel import mxapi, verdicts
-from kit.kernel.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
+from kit.common import verdicts
+from kit.kernel import mxapi
+from kit.common.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
 from kit.kernel.training import gluon_input, module_predict
 
 PREFIX = "model"

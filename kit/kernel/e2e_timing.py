@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from kit.kernel.capabilities import has_feature
+from kit.common.capabilities import has_feature
 
 SINGLE_SHAPE = (1, 300, 300, 3)
 

@@ -16,9 +16,10 @@ import time
 import numpy as np
 import mxnet as mx
 
-from kit.errors import KitError
-from kit.kernel import artifacts, internals, mxapi
-from kit.kernel.fingerprint import fingerprint
+from kit.common.errors import KitError
+from kit.common import artifacts
+from kit.kernel import internals, mxapi
+from kit.common.fingerprint import fingerprint
 from kit.kernel.mxapi import split_params
 
 API = "checkpoint"

@@ -14,7 +14,7 @@ import numpy as np
 import mxnet as mx
 
 from kit.kernel import mxapi
-from kit.kernel.capabilities import has_feature
+from kit.common.capabilities import has_feature
 
 INTERNALS = "internals.npz"
 SAMPLES = 2
@@ -122,7 +122,8 @@ def main(argv=None):
     recorded at train time (an older artifact, or a checkpoint the kit did not train).
     """
     import sys
-    from kit.kernel import adapters, artifacts, zoo
+    from kit.common import artifacts
+    from kit.kernel import adapters, zoo
     folder, out, release = (argv or sys.argv[1:])[:3]
     mxapi.prepare_kernel()
     manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))

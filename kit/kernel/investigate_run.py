@@ -5,8 +5,9 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kit.errors import KitError
-from kit.kernel import adapters, artifacts, internals, metrics, tolerance, zoo
+from kit.common.errors import KitError
+from kit.common import artifacts, metrics, tolerance
+from kit.kernel import adapters, internals, zoo
 from kit.kernel.train_run import check_kernel
 
 TOP = 5

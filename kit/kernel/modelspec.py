@@ -1,5 +1,5 @@
 """What a zoo model is: its inputs, how to build it and its data, which releases can build it."""
-from kit.kernel.capabilities import has_feature
+from kit.common.capabilities import has_feature
 
 NO_PORT = "no Gluon 2.0 port of this model"
 
@@ -38,7 +38,7 @@ class ModelSpec(object):
         self.calibrate_batchnorm = calibrate_batchnorm
         self._initializer = initializer
         self._variant = variant
-        # the model's own tolerance defaults (kit.kernel.tolerance), below any a run gives
+        # the model's own tolerance defaults (kit.common.tolerance), below any a run gives
         self.tolerance = tolerance
 
     @property

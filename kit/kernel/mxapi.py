@@ -9,7 +9,7 @@ import weakref
 
 import mxnet as mx
 
-from kit.kernel.capabilities import has_feature
+from kit.common.capabilities import has_feature
 
 
 def gluon2(release=None):

@@ -4,12 +4,13 @@ import sys
 import time
 import traceback
 
-from kit.errors import KitError
-from kit.kernel import adapters, artifacts, metrics, tolerance, verdicts, zoo
-from kit.kernel.capabilities import APIS, MODEL_GROUPS
-from kit.kernel.fingerprint import fingerprint
+from kit.common.errors import KitError
+from kit.common import artifacts, metrics, tolerance, verdicts
+from kit.kernel import adapters, zoo
+from kit.common.capabilities import APIS, MODEL_GROUPS
+from kit.common.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
-from kit.kernel.versions import direction, release_key
+from kit.common.versions import direction, release_key
 
 RECORD_SCHEMA = 1
 

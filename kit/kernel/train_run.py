@@ -10,12 +10,13 @@ import traceback
 import mxnet as mx
 import numpy as np
 
-from kit.errors import KitError
-from kit.kernel import adapters, artifacts, cases, internals, mxapi, zoo
-from kit.kernel.capabilities import APIS, MODEL_GROUPS, expand_models
-from kit.kernel.fingerprint import fingerprint
+from kit.common.errors import KitError
+from kit.common import artifacts, cases
+from kit.kernel import adapters, internals, mxapi, zoo
+from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models
+from kit.common.fingerprint import fingerprint
 from kit.kernel.training import train
-from kit.kernel.versions import same_release
+from kit.common.versions import same_release
 
 
 class TrainFailed(KitError):

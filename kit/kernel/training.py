@@ -5,7 +5,8 @@ import numpy as np
 import mxnet as mx
 from mxnet import autograd, gluon
 
-from kit.kernel import data, mxapi
+from kit.common import data
+from kit.kernel import mxapi
 
 
 def nd_input(array):

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data, mxapi
+from kit.common import data
+from kit.kernel import mxapi
 from kit.kernel.modelspec import InputSpec, ModelSpec
 
 MEAN = (0.485, 0.456, 0.406)

@@ -9,8 +9,9 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from kit.kernel import data, mxapi, vision_zoo, zoo_gluon2
-from kit.kernel.capabilities import has_feature
+from kit.common import data
+from kit.kernel import mxapi, vision_zoo, zoo_gluon2
+from kit.common.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
 

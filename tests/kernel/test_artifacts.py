@@ -6,7 +6,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kit.kernel import artifacts
+from kit.common import artifacts
 
 
 def _tmpdir():

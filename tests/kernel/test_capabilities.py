@@ -1,4 +1,4 @@
-from kit.kernel.capabilities import APIS, apis_of, has_api, has_feature, load_path
+from kit.common.capabilities import APIS, apis_of, has_api, has_feature, load_path
 
 
 def test_api_availability_matches_measured_releases():

@@ -1,6 +1,6 @@
 import numpy as np
 
-from kit.kernel import cases
+from kit.common import cases
 
 
 class _Spec(object):

@@ -2,7 +2,7 @@ import hashlib
 
 import numpy as np
 
-from kit.kernel import data
+from kit.common import data
 
 # sha256 prefixes measured once; the same on numpy 1.13 (MXNet 1.0's env), 1.23 and 2.x
 EXPECTED = {

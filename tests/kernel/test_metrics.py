@@ -1,6 +1,6 @@
 import numpy as np
 
-from kit.kernel import metrics, tolerance, verdicts
+from kit.common import metrics, tolerance, verdicts
 
 F32 = tolerance.resolve("float32")
 

@@ -1,6 +1,6 @@
 """Adapter and zoo rules by release (needs mxnet: runs inside the environments)."""
 from kit.kernel import adapters, zoo
-from kit.kernel.capabilities import APIS
+from kit.common.capabilities import APIS
 
 
 def _supported(release, model):
@@ -43,7 +43,7 @@ def test_capabilities_match_the_running_release():
     """The table's claims, checked against what this kernel's MXNet really has."""
     import mxnet as mx
     from mxnet import gluon
-    from kit.kernel.capabilities import has_api, has_feature
+    from kit.common.capabilities import has_api, has_feature
     release = mx.__version__
     assert has_api(release, "save_parameters")[0] == hasattr(gluon.Block, "save_parameters")
     assert has_api(release, "save_params")[0] == hasattr(gluon.Block, "save_params")
@@ -61,14 +61,14 @@ def test_capabilities_match_the_running_release():
 
 
 def test_model_names_known_to_the_host_match_the_zoo():
-    from kit.kernel.capabilities import MODEL_NAMES
+    from kit.common.capabilities import MODEL_NAMES
     assert tuple(zoo.MODELS) == MODEL_NAMES
 
 
 def test_an_artifact_variant_is_rebuilt_as_saved():
     """The parameter-file adapters rebuild the variant the artifact recorded, where this release can."""
     import mxnet as mx
-    from kit.kernel.capabilities import has_feature
+    from kit.common.capabilities import has_feature
     from kit.kernel.mxapi import children
     running = mx.__version__
     spec = zoo.get("e2e")

@@ -4,7 +4,7 @@ import mxnet as mx
 from mxnet import gluon
 
 from kit.kernel import adapters, vision_zoo, zoo
-from kit.kernel.capabilities import APIS, VISION_MODELS
+from kit.common.capabilities import APIS, VISION_MODELS
 from kit.kernel import mxapi
 from kit.kernel.training import calibrate_batchnorm, gluon_input as nd_input
 

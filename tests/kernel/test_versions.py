@@ -1,4 +1,4 @@
-from kit.kernel.versions import at_least, base_version, parse_release, release_key, same_release
+from kit.common.versions import at_least, base_version, parse_release, release_key, same_release
 
 
 def _raises(fn, *args):

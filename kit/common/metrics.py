@@ -1,7 +1,7 @@
 """Comparing a loaded model's outputs with the saving release's reference outputs."""
 import numpy as np
 
-from kit.kernel import tolerance as tolerance_mod
+from kit.common import tolerance as tolerance_mod
 
 
 def _ordered(x):

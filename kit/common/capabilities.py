@@ -4,7 +4,7 @@ Measured on Linux x86_64 CPU wheels with ``hasattr`` probes of every release
 (see the release table on the host side); kept here so kernel-side adapters and
 the host's table answer from one source.
 """
-from kit.kernel.versions import at_least
+from kit.common.versions import at_least
 
 #: save/load APIs the kit exercises, in the order they are shown.
 APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
