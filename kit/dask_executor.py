@@ -78,7 +78,7 @@ class DaskExecutor:
         there = [s for s in steps if s.release is not None]
         results = self._run_remote(there, on_done) if there else []
         if here:
-            from kit.executors import LocalExecutor
+            from kit.local_executor import LocalExecutor
             results += LocalExecutor(1).run(here, home_root, on_done, log_dir=log_dir)
         return results
 

@@ -36,7 +36,7 @@ def investigate_cell(run_id: str, cell: Cell, *, runs_root: str | Path | None = 
     if recompute:
         saving = manager.ready_env(cell.saved)
         reference = str(out_dir / f"{cell.slug}.reference.npz")
-        proc = subprocess.run([str(saving.python), "-m", "kit.kernel.internals", str(artifact), reference, cell.saved],
+        proc = subprocess.run([str(saving.python), "-m", "kit.kernel.recompute", str(artifact), reference, cell.saved],
                               capture_output=True, text=True, cwd=str(saving.path), timeout=600)
         if proc.returncode != 0:
             raise EnvBuildError(f"computing {cell.saved}'s internals failed: "

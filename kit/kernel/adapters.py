@@ -12,6 +12,7 @@ from mxnet import gluon
 
 from kit.common import verdicts
 from kit.kernel import mxapi
+from kit.kernel.internals import GraphUnavailable  # noqa: F401 - callers catch adapters.GraphUnavailable
 from kit.common.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
 from kit.kernel.training import gluon_input, module_predict
 
@@ -73,10 +74,6 @@ class Adapter(object):
         Raises :class:`GraphUnavailable` for a model that has no symbol graph in ``release``.
         """
         raise NotImplementedError
-
-
-class GraphUnavailable(Exception):
-    """The model cannot be traced to a symbol graph in this release (e.g. an imperative LSTM before 1.3)."""
 
 
 def split_params(sym, params):

@@ -19,7 +19,7 @@ import mxnet as mx
 from kit.common.errors import KitError
 from kit.common import artifacts
 from kit.kernel import internals, mxapi
-from kit.common.fingerprint import fingerprint
+from kit.kernel.fingerprint import fingerprint
 from kit.kernel.mxapi import split_params
 
 API = "checkpoint"

@@ -21,6 +21,10 @@ SAMPLES = 2
 _OUTPUT_SUFFIX = re.compile(r"_output\d*$")
 
 
+class GraphUnavailable(Exception):
+    """The model cannot be traced to a symbol graph in this release (e.g. an imperative LSTM before 1.3)."""
+
+
 def node_table(sym):
     """node name -> {"op", "attrs"} from the symbol's JSON (attribute key differs across releases)."""
     nodes = json.loads(sym.tojson())["nodes"]
@@ -102,7 +106,6 @@ def record(adapter, spec, release, folder, manifest, batch_inputs):
 
     Returns the manifest entry: ``{"file", "nodes", "samples"}`` or ``{"unavailable": reason}``.
     """
-    from kit.kernel.adapters import GraphUnavailable
     single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
     samples = spec.internals_samples
     inputs = first_samples(batch_inputs, single, samples)
@@ -113,29 +116,3 @@ def record(adapter, spec, release, folder, manifest, batch_inputs):
         return {"unavailable": str(e)}
     save(os.path.join(folder, INTERNALS), inputs, nodes)
     return {"file": INTERNALS, "nodes": len(nodes), "samples": 1 if single else samples}
-
-
-def main(argv=None):
-    """``python -m kit.kernel.internals ARTIFACT_DIR OUT.npz RELEASE``: compute internals on demand.
-
-    Run in the saving release's environment for an artifact whose internals were not
-    recorded at train time (an older artifact, or a checkpoint the kit did not train).
-    """
-    import sys
-    from kit.common import artifacts
-    from kit.kernel import adapters, zoo
-    folder, out, release = (argv or sys.argv[1:])[:3]
-    mxapi.prepare_kernel()
-    manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
-    ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
-    spec, adapter = zoo.get(manifest["model"]), adapters.get(manifest["api"])
-    single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
-    inputs = first_samples(ref["batch"]["input"], single, spec.internals_samples)
-    sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
-    save(out, inputs, evaluate(sym, arg, aux, inputs))
-    print(out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,7 +6,7 @@ JSON line: the fingerprint plus ``forward_ok`` and ``forward_max_abs_error``.
 import json
 import sys
 
-from kit.common.fingerprint import fingerprint
+from kit.kernel.fingerprint import fingerprint
 
 
 def forward_check():

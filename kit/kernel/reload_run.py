@@ -8,7 +8,7 @@ from kit.common.errors import KitError
 from kit.common import artifacts, metrics, tolerance, verdicts
 from kit.kernel import adapters, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS
-from kit.common.fingerprint import fingerprint
+from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, release_key
 

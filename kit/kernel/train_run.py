@@ -14,7 +14,7 @@ from kit.common.errors import KitError
 from kit.common import artifacts, cases
 from kit.kernel import adapters, internals, mxapi, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models
-from kit.common.fingerprint import fingerprint
+from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
 from kit.common.versions import same_release
 
