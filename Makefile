@@ -8,7 +8,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: setup sysdeps demo test test-fast clean-envs nbstripout
+.PHONY: setup sysdeps demo test test-fast lint clean-envs nbstripout
 
 setup: $(VENV)/.installed sysdeps nbstripout
 
@@ -34,6 +34,13 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not envs" $(PYTEST_ARGS)
+
+# ruff (check and format), the import contracts in pyproject.toml, and common+kernel parsed by Python 3.6
+lint: setup
+	$(BIN)/ruff check kit tests bench scripts
+	$(BIN)/ruff format --check kit tests bench scripts
+	$(BIN)/lint-imports
+	py36=$$(scripts/find-python36.sh) && "$$py36" scripts/check-py36.py
 
 clean-envs:
 	$(BIN)/mxcompat env remove --all

@@ -10,6 +10,7 @@ what happened to the killed step.
 
 Usage: .venv/bin/python bench/dask_bench.py [--releases 1.0.0.post4,1.9.1] [--models mlp,lenet,resnet_bn]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,11 @@ def moto(base: Path) -> tuple[subprocess.Popen, dict]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=open(base / "moto.log", "w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=open(base / "moto.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     for _ in range(150):
         try:
@@ -44,16 +48,24 @@ def moto(base: Path) -> tuple[subprocess.Popen, dict]:
             if getattr(e, "code", None):
                 break
             time.sleep(0.2)
-    return proc, {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-                  "AWS_ENDPOINT_URL_S3": endpoint}
+    return proc, {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
 
 
 def records(run_dir: Path) -> dict:
     out = {}
     for p in sorted((run_dir / "records").glob("[!.]*.json")):
         r = json.loads(p.read_text())
-        out[p.name] = (r["verdict"], r["reason"], json.dumps(r.get("summary"), sort_keys=True),
-                       json.dumps(r.get("cases"), sort_keys=True))
+        out[p.name] = (
+            r["verdict"],
+            r["reason"],
+            json.dumps(r.get("summary"), sort_keys=True),
+            json.dumps(r.get("cases"), sort_keys=True),
+        )
     return out
 
 
@@ -62,8 +74,14 @@ def summary(run_dir: Path) -> str:
 
 
 def mxcompat(args: list[str], env: dict) -> tuple[subprocess.Popen, float]:
-    return subprocess.Popen([sys.executable, "-m", "kit", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, cwd=REPO), time.monotonic()
+    return subprocess.Popen(
+        [sys.executable, "-m", "kit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    ), time.monotonic()
 
 
 def main(argv=None) -> int:
@@ -75,28 +93,53 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import boto3
     from distributed import Client, LocalCluster
+
     base = Path(tempfile.mkdtemp(prefix="mxcompat-dask-bench-"))
     server, aws = moto(base)
     os.environ.update(aws)
     boto3.client("s3", endpoint_url=aws["AWS_ENDPOINT_URL_S3"]).create_bucket(Bucket=BUCKET)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           env=dict(aws, MXCOMPAT_WORKER_HOME=str(base / "workers" / "{name}")))
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        env=dict(aws, MXCOMPAT_WORKER_HOME=str(base / "workers" / "{name}")),
+    )
     client = Client(cluster)
     runs = base / "runs"
-    common = ["run", "--runs-dir", str(runs), "--save", args.releases, "--models", args.models,
-              "--store", f"s3://{BUCKET}/m"]
+    common = [
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--save",
+        args.releases,
+        "--models",
+        args.models,
+        "--store",
+        f"s3://{BUCKET}/m",
+    ]
     on_dask = common + ["--executor", "dask", "--scheduler", cluster.scheduler_address]
     env = dict(os.environ, MXCOMPAT_HOME=str(base / "client"))
-    result = {"benchmark": "dask_matrix", "releases": args.releases.split(","), "models": args.models.split(","),
-              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": {}}
+    result = {
+        "benchmark": "dask_matrix",
+        "releases": args.releases.split(","),
+        "models": args.models.split(","),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": {},
+    }
     try:
-        for name, argv_, run_env in (("dask", on_dask + ["--run-id", "dask"], env),
-                                     ("local", common + ["--run-id", "local", "--jobs", "2"],
-                                      dict(os.environ, MXCOMPAT_HOME=args.client_home))):
+        for name, argv_, run_env in (
+            ("dask", on_dask + ["--run-id", "dask"], env),
+            ("local", common + ["--run-id", "local", "--jobs", "2"], dict(os.environ, MXCOMPAT_HOME=args.client_home)),
+        ):
             proc, started = mxcompat(argv_, run_env)
             out, _ = proc.communicate()
-            result["runs"][name] = {"exit_code": proc.returncode, "wall_seconds": round(time.monotonic() - started, 1),
-                                    "records": len(records(runs / name)), "output": out.splitlines()[-40:]}
+            result["runs"][name] = {
+                "exit_code": proc.returncode,
+                "wall_seconds": round(time.monotonic() - started, 1),
+                "records": len(records(runs / name)),
+                "output": out.splitlines()[-40:],
+            }
             print(f"{name}: exit {proc.returncode} in {result['runs'][name]['wall_seconds']}s", flush=True)
         result["records_equal"] = records(runs / "dask") == records(runs / "local")
         result["summary_equal"] = summary(runs / "dask") == summary(runs / "local")
@@ -110,24 +153,37 @@ def main(argv=None) -> int:
                     pids = {str(info[a]["name"]): pid for a, pid in client.run(os.getpid).items()}
                     worker = folder.parents[3].name
                     os.kill(pids[worker], signal.SIGKILL)
-                    killed = {"worker": worker, "attempt": folder.parent.name, "records_written_before_kill": len(written)}
+                    killed = {
+                        "worker": worker,
+                        "attempt": folder.parent.name,
+                        "records_written_before_kill": len(written),
+                    }
                     break
             time.sleep(0.05)
         out, _ = proc.communicate()
         step = "reload-" + killed["attempt"].split("-")[1] if killed else None
         result["runs"]["killed"] = {
-            "exit_code": proc.returncode, "wall_seconds": round(time.monotonic() - started, 1), "killed": killed,
-            "attempt_folders": sorted(str(p.relative_to(base / "workers")) for p in
-                                      (base / "workers").glob(f"*/dask-runs/killed/{step}-*")) if step else [],
-            "records": len(records(runs / "killed")), "records_equal": records(runs / "killed") == records(runs / "dask"),
-            "output": out.splitlines()[-40:]}
+            "exit_code": proc.returncode,
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "killed": killed,
+            "attempt_folders": sorted(
+                str(p.relative_to(base / "workers")) for p in (base / "workers").glob(f"*/dask-runs/killed/{step}-*")
+            )
+            if step
+            else [],
+            "records": len(records(runs / "killed")),
+            "records_equal": records(runs / "killed") == records(runs / "dask"),
+            "output": out.splitlines()[-40:],
+        }
         print(f"killed: {json.dumps({k: v for k, v in result['runs']['killed'].items() if k != 'output'})}")
     finally:
         client.close()
         cluster.close()
         server.terminate()
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    out_path = Path(args.out) if args.out else REPO / "bench" / "results" / f"dask-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out_path = (
+        Path(args.out) if args.out else REPO / "bench" / "results" / f"dask-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
     out_path.write_text(json.dumps(result, indent=1))
     print(f"records equal: {result['records_equal']}, summary equal: {result['summary_equal']}; wrote {out_path}")
     return 0

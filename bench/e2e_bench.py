@@ -14,6 +14,7 @@ table; notebooks/e2e_speed.ipynb plots a results file across releases (--plot ru
 into runs/e2e-speed-<timestamp>.ipynb).
 Usage: .venv/bin/python bench/e2e_bench.py [--releases 1.5.1,1.9.1] [--runs 20] [--reduced] [--compare OLD.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,15 @@ def measure_release(python: Path, release: str, settings: dict, timeout: float =
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("MPLBACKEND", None)
     started = time.monotonic()
-    proc = subprocess.run([str(python), "-m", "kit.kernel.e2e_timing", json.dumps(dict(settings, release=release))],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    proc = subprocess.run(
+        [str(python), "-m", "kit.kernel.e2e_timing", json.dumps(dict(settings, release=release))],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         return {"release": release, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-2000:]}"}
     result = json.loads(lines[-1])
@@ -54,9 +61,14 @@ def measure_release(python: Path, release: str, settings: dict, timeout: float =
 
 def run(releases: list[str], settings: dict, home: KitHome, progress=print) -> dict:
     manager = EnvManager(home)
-    out = {"schema": SCHEMA, "benchmark": "e2e_fused_vs_separate", "settings": settings,
-           "machine": {"cpus": os.cpu_count()}, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "releases": []}
+    out = {
+        "schema": SCHEMA,
+        "benchmark": "e2e_fused_vs_separate",
+        "settings": settings,
+        "machine": {"cpus": os.cpu_count()},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "releases": [],
+    }
     for i, name in enumerate(releases, 1):
         try:
             env = manager.ready_env(name)
@@ -75,23 +87,31 @@ def summary_line(r: dict) -> str:
         return "error: " + r["error"].splitlines()[-1][:200]
     if "unsupported" in r:
         return "unsupported: " + r["unsupported"]
-    return ", ".join(f"{case} fused {r[case]['fused']['per_sample_ms']:.1f} ms/sample, separate "
-                     f"{r[case]['separate']['per_sample_ms']:.1f} (x{r[case]['separate_over_fused']:.2f})"
-                     for case in ("single", "batch"))
+    return ", ".join(
+        f"{case} fused {r[case]['fused']['per_sample_ms']:.1f} ms/sample, separate "
+        f"{r[case]['separate']['per_sample_ms']:.1f} (x{r[case]['separate_over_fused']:.2f})"
+        for case in ("single", "batch")
+    )
 
 
 def table(result: dict, old: dict | None = None) -> str:
     """The Markdown table of the README: ms per sample, fused and separate, single request and batch."""
     s = result["settings"]
-    lines = [f"Mean prediction time per sample in ms over {s['runs']} runs after {s['warmup']} warm-up runs "
-             f"(single request 1x300x300x3; batch of {s['batch']}); separate / fused > 1 means fusing is faster.", "",
-             "| release | MKLDNN | single fused | single separate | separate / fused | batch fused | batch separate "
-             "| separate / fused |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Mean prediction time per sample in ms over {s['runs']} runs after {s['warmup']} warm-up runs "
+        f"(single request 1x300x300x3; batch of {s['batch']}); separate / fused > 1 means fusing is faster.",
+        "",
+        "| release | MKLDNN | single fused | single separate | separate / fused | batch fused | batch separate "
+        "| separate / fused |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     previous = {r["release"]: r for r in (old or {}).get("releases", [])}
     for r in result["releases"]:
         if "error" in r or "unsupported" in r:
-            lines.append(f"| {r['release']} | | {('unsupported: ' + r['unsupported']) if 'unsupported' in r else 'error'}"
-                         " | | | | | |")
+            lines.append(
+                f"| {r['release']} | | {('unsupported: ' + r['unsupported']) if 'unsupported' in r else 'error'}"
+                " | | | | | |"
+            )
             continue
         cells = []
         for case in ("single", "batch"):
@@ -109,6 +129,7 @@ def plot(results: Path, home: KitHome) -> Path:
     """Execute notebooks/e2e_speed.ipynb on the host kernel for ``results``; the executed copy's path."""
     from kit import kernelspecs
     from kit.notebooks import NOTEBOOKS, run_notebook
+
     kernel = kernelspecs.ensure_host_kernel(home)
     output = REPO / "runs" / f"e2e-speed-{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
     run_notebook(NOTEBOOKS / "e2e_speed.ipynb", output, kernel, {"results": str(results)}, home=home)

@@ -11,6 +11,7 @@ Sections (all by default; pick with --sections):
 Timings on a shared 2-core machine are noisy: compare ratios measured within one run.
 Usage: .venv/bin/python bench/matrix_bench.py [--releases 1.0.0.post4,1.9.1] [--quick] [--compare OLD.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,7 @@ TARGETS = {"warm_env_seconds": 10.0, "full_matrix_minutes": 15.0, "overhead_frac
 
 def cli(args, home, env_extra=None, timeout=3600):
     env = dict(os.environ, MXCOMPAT_HOME=str(home), **(env_extra or {}))
-    return subprocess.run([PY, "-m", "kit", *args], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=timeout)
+    return subprocess.run([PY, "-m", "kit", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 
 class PeakRSS:
@@ -76,8 +76,9 @@ class PeakRSS:
 def timed_run(args, home, env_extra=None):
     env = dict(os.environ, MXCOMPAT_HOME=str(home), **(env_extra or {}))
     started = time.monotonic()
-    proc = subprocess.Popen([PY, "-m", "kit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [PY, "-m", "kit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO
+    )
     mem = PeakRSS(proc.pid)
     out, err = proc.communicate()
     peak = mem.stop()
@@ -105,7 +106,7 @@ def provisioning(names, home, pip_sample):
             if result.error:
                 raise RuntimeError(str(result.error))
             row[f"uv_{label}_seconds"] = round(result.seconds, 2)
-        row["size_mb"] = round(manager.get(name).size_bytes() / 2 ** 20, 1)
+        row["size_mb"] = round(manager.get(name).size_bytes() / 2**20, 1)
         if name in pip_sample:
             try:
                 row["pip_warm_seconds"] = pip_install(name, home, plan)
@@ -113,8 +114,11 @@ def provisioning(names, home, pip_sample):
             except subprocess.CalledProcessError as e:  # e.g. Python 3.6's pip and this machine's pip config
                 row["pip_error"] = ((e.stderr or b"").decode(errors="replace").strip().splitlines() or ["?"])[-1][:300]
         rows.append(row)
-        print(f"  {name}: uv cold {row['uv_cold_seconds']}s, warm {row['uv_warm_seconds']}s"
-              + (f", pip warm {row['pip_warm_seconds']}s" if "pip_warm_seconds" in row else ""), flush=True)
+        print(
+            f"  {name}: uv cold {row['uv_cold_seconds']}s, warm {row['uv_warm_seconds']}s"
+            + (f", pip warm {row['pip_warm_seconds']}s" if "pip_warm_seconds" in row else ""),
+            flush=True,
+        )
     os.environ.pop("MXCOMPAT_UV_CACHE", None)
     return rows
 
@@ -128,8 +132,9 @@ def pip_install(name, home, plan):
         shutil.rmtree(target, ignore_errors=True)
         started = time.monotonic()
         subprocess.run([plan.interpreter.path, "-m", "venv", str(target)], check=True, capture_output=True)
-        subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", *reqs], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [str(target / "bin" / "python"), "-m", "pip", "install", "-q", *reqs], check=True, capture_output=True
+        )
         seconds = round(time.monotonic() - started, 2)
     shutil.rmtree(target, ignore_errors=True)
     return seconds
@@ -154,8 +159,19 @@ def notebook_times(path):
 def matrix(names, home, jobs, tag, models=None, extra_env=None):
     runs, store = home / "runs", home / f"store-{tag}"
     shutil.rmtree(store, ignore_errors=True)
-    args = ["run", "--save", ",".join(names), "--runs-dir", str(runs), "--run-id", tag, "--store", str(store),
-            "--jobs", str(jobs)]
+    args = [
+        "run",
+        "--save",
+        ",".join(names),
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        tag,
+        "--store",
+        str(store),
+        "--jobs",
+        str(jobs),
+    ]
     if models:
         args += ["--models", ",".join(models)]
     shutil.rmtree(runs / tag, ignore_errors=True)
@@ -171,13 +187,21 @@ def matrix(names, home, jobs, tag, models=None, extra_env=None):
         in_kernel += total
         work += w
     step_seconds = sum(phases.values())
-    return {"releases": len(names), "models": len(models) if models else 7, "jobs": jobs, "wall_seconds": round(wall, 1),
-            "peak_rss_mb": round(peak / 2 ** 20), "step_seconds_by_phase": {k: round(v, 1) for k, v in phases.items()},
-            "kernel_starts": starts, "kernel_start_and_import_seconds": round(step_seconds - in_kernel, 1),
-            "in_kernel_seconds": round(in_kernel, 1), "mxnet_work_seconds": round(work, 1),
-            "wall_over_mxnet_work": round(wall / work, 2) if work else None,
-            "overhead_fraction": round(1 - work / (wall * min(jobs, os.cpu_count() or 1)), 3) if wall else None,
-            "records": len(list((runs / tag / "records").glob("*.json")))}
+    return {
+        "releases": len(names),
+        "models": len(models) if models else 7,
+        "jobs": jobs,
+        "wall_seconds": round(wall, 1),
+        "peak_rss_mb": round(peak / 2**20),
+        "step_seconds_by_phase": {k: round(v, 1) for k, v in phases.items()},
+        "kernel_starts": starts,
+        "kernel_start_and_import_seconds": round(step_seconds - in_kernel, 1),
+        "in_kernel_seconds": round(in_kernel, 1),
+        "mxnet_work_seconds": round(work, 1),
+        "wall_over_mxnet_work": round(wall / work, 2) if work else None,
+        "overhead_fraction": round(1 - work / (wall * min(jobs, os.cpu_count() or 1)), 3) if wall else None,
+        "records": len(list((runs / tag / "records").glob("*.json"))),
+    }
 
 
 # -- plain-script baseline ----------------------------------------------------------------------
@@ -189,17 +213,33 @@ def baseline(names, home, store_tag="store-baseline"):
     shutil.rmtree(out, ignore_errors=True)
     started = time.monotonic()
     for name in names:
-        code = f"from kit.kernel import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)"
-        subprocess.run([str(manager.get(name).python), "-c", code], check=True, capture_output=True,
-                       cwd=str(manager.get(name).path))
+        code = (
+            f"from kit.kernel import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)"
+        )
+        subprocess.run(
+            [str(manager.get(name).python), "-c", code],
+            check=True,
+            capture_output=True,
+            cwd=str(manager.get(name).path),
+        )
     train = time.monotonic() - started
     for name in names:
-        code = (f"from kit.kernel import reload_run; reload_run.reload_all({name!r}, {str(store)!r}, {str(out)!r}, "
-                f"saved_versions={names!r}, log=lambda m: None)")
-        subprocess.run([str(manager.get(name).python), "-c", code], check=True, capture_output=True,
-                       cwd=str(manager.get(name).path))
+        code = (
+            f"from kit.kernel import reload_run; reload_run.reload_all({name!r}, {str(store)!r}, {str(out)!r}, "
+            f"saved_versions={names!r}, log=lambda m: None)"
+        )
+        subprocess.run(
+            [str(manager.get(name).python), "-c", code],
+            check=True,
+            capture_output=True,
+            cwd=str(manager.get(name).path),
+        )
     total = time.monotonic() - started
-    return {"train_seconds": round(train, 1), "reload_seconds": round(total - train, 1), "total_seconds": round(total, 1)}
+    return {
+        "train_seconds": round(train, 1),
+        "reload_seconds": round(total - train, 1),
+        "total_seconds": round(total, 1),
+    }
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -216,8 +256,12 @@ def main():
     home = Path(args.home)
     home.mkdir(parents=True, exist_ok=True)
     sections = args.sections.split(",")
-    result = {"machine": {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2 ** 30, 1)},
-              "releases": names, "targets": TARGETS, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    result = {
+        "machine": {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)},
+        "releases": names,
+        "targets": TARGETS,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     if "provisioning" in sections:
         print("provisioning", flush=True)
         sample = [names[0], names[len(names) // 2], names[-1]] if not args.quick else [names[-1]]
@@ -247,13 +291,25 @@ def main():
         for n in counts:
             if n <= len(names):
                 pick = [names[round(i * (len(names) - 1) / max(1, n - 1))] for i in range(n)] if n > 1 else [names[-1]]
-                grow["releases"].append(dict(matrix(sorted(set(pick), key=names.index), home, 1, f"g-rel{n}",
-                                                    models=["mlp", "lenet"]), n=n))
+                grow["releases"].append(
+                    dict(matrix(sorted(set(pick), key=names.index), home, 1, f"g-rel{n}", models=["mlp", "lenet"]), n=n)
+                )
         for n, models in ((1, ["mlp"]), (2, ["mlp", "lenet"]), (4, ["mlp", "lenet", "embedding", "resnet_bn"])):
             grow["models"].append(dict(matrix(base, home, 1, f"g-mod{n}", models=models), n=n))
         for batch in (8, 16, 32):
-            grow["batch"].append(dict(matrix(base, home, 1, f"g-batch{batch}", models=["mlp", "lenet"],
-                                             extra_env={"MXCOMPAT_REFERENCE_BATCH": str(batch)}), n=batch))
+            grow["batch"].append(
+                dict(
+                    matrix(
+                        base,
+                        home,
+                        1,
+                        f"g-batch{batch}",
+                        models=["mlp", "lenet"],
+                        extra_env={"MXCOMPAT_REFERENCE_BATCH": str(batch)},
+                    ),
+                    n=batch,
+                )
+            )
         result["growth"] = grow
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     out = Path(args.out) if args.out else REPO / "bench" / "results" / f"matrix-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -267,8 +323,10 @@ def report(r, old=None):
     lines = []
     if "provisioning" in r:
         warm = [p["uv_warm_seconds"] for p in r["provisioning"]]
-        lines.append(f"warm env creation: max {max(warm)}s, mean {sum(warm) / len(warm):.1f}s "
-                     f"(target < {TARGETS['warm_env_seconds']}s)")
+        lines.append(
+            f"warm env creation: max {max(warm)}s, mean {sum(warm) / len(warm):.1f}s "
+            f"(target < {TARGETS['warm_env_seconds']}s)"
+        )
         ratios = [p["pip_over_uv_warm"] for p in r["provisioning"] if "pip_over_uv_warm" in p]
         if ratios:
             lines.append(f"pip / uv (warm): {', '.join(map(str, ratios))}")
@@ -276,22 +334,29 @@ def report(r, old=None):
         m = r["matrix"]
         for k in ("jobs1", "jobs2"):
             x = m[k]
-            lines.append(f"matrix {k}: wall {x['wall_seconds']}s ({x['wall_seconds'] / 60:.1f} min, target < "
-                         f"{TARGETS['full_matrix_minutes']} min), {x['kernel_starts']} kernel starts, start+import "
-                         f"{x['kernel_start_and_import_seconds']}s, MXNet work {x['mxnet_work_seconds']}s, overhead "
-                         f"{x['overhead_fraction']:.0%} (target < {TARGETS['overhead_fraction']:.0%}), peak "
-                         f"{x['peak_rss_mb']} MB")
+            lines.append(
+                f"matrix {k}: wall {x['wall_seconds']}s ({x['wall_seconds'] / 60:.1f} min, target < "
+                f"{TARGETS['full_matrix_minutes']} min), {x['kernel_starts']} kernel starts, start+import "
+                f"{x['kernel_start_and_import_seconds']}s, MXNet work {x['mxnet_work_seconds']}s, overhead "
+                f"{x['overhead_fraction']:.0%} (target < {TARGETS['overhead_fraction']:.0%}), peak "
+                f"{x['peak_rss_mb']} MB"
+            )
         lines.append(f"speedup of --jobs 2: {m['speedup_jobs2']}x")
     if "baseline" in r and "notebook_ratio" in r["baseline"]:
         b = r["baseline"]
-        lines.append(f"notebooks / plain scripts: {b['notebook_ratio']}x ({b['notebook_train_reload_seconds']}s vs "
-                     f"{b['total_seconds']}s; target <= {TARGETS['notebook_ratio']}x)")
+        lines.append(
+            f"notebooks / plain scripts: {b['notebook_ratio']}x ({b['notebook_train_reload_seconds']}s vs "
+            f"{b['total_seconds']}s; target <= {TARGETS['notebook_ratio']}x)"
+        )
     if "growth" in r:
         for dim, rows in r["growth"].items():
-            lines.append(f"growth by {dim}: " + ", ".join(f"{x['n']}: {x['wall_seconds']}s/{x['peak_rss_mb']}MB"
-                                                         for x in rows))
+            lines.append(
+                f"growth by {dim}: " + ", ".join(f"{x['n']}: {x['wall_seconds']}s/{x['peak_rss_mb']}MB" for x in rows)
+            )
     if old and "matrix" in old and "matrix" in r:
-        lines.append(f"vs earlier run: jobs1 wall x{r['matrix']['jobs1']['wall_seconds'] / old['matrix']['jobs1']['wall_seconds']:.2f}")
+        lines.append(
+            f"vs earlier run: jobs1 wall x{r['matrix']['jobs1']['wall_seconds'] / old['matrix']['jobs1']['wall_seconds']:.2f}"  # noqa: E501
+        )
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ counts by direction, the migration table (1.x API x saving release against each 
 release) and the per-model detail with load paths and the naive path's error.
 Usage: .venv/bin/python bench/migration_report.py runs/RUN-ID [--out FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,12 +30,21 @@ def report(run_dir: Path) -> dict:
 
     def rows(detail):
         df = migration.table(records, detail=detail)
-        return [dict(zip(df.index.names, key if isinstance(key, tuple) else (key,)), **row)
-                for key, row in df.to_dict(orient="index").items()]
-    return {"run_id": manifest["run_id"], "request": manifest["request"], "wall_seconds": manifest.get("wall_seconds"),
-            "exit_code": manifest.get("exit_code"), "counts": manifest.get("counts"),
-            "steps": {i: {"status": s["status"], "seconds": s.get("seconds")} for i, s in manifest["steps"].items()},
-            "migration": rows(False), "migration_detail": rows(True)}
+        return [
+            dict(zip(df.index.names, key if isinstance(key, tuple) else (key,)), **row)
+            for key, row in df.to_dict(orient="index").items()
+        ]
+
+    return {
+        "run_id": manifest["run_id"],
+        "request": manifest["request"],
+        "wall_seconds": manifest.get("wall_seconds"),
+        "exit_code": manifest.get("exit_code"),
+        "counts": manifest.get("counts"),
+        "steps": {i: {"status": s["status"], "seconds": s.get("seconds")} for i, s in manifest["steps"].items()},
+        "migration": rows(False),
+        "migration_detail": rows(True),
+    }
 
 
 def main(argv=None) -> int:

@@ -3,6 +3,7 @@
 This module is imported inside every MXNet kernel too (down to Python 3.6), so it
 stays free of host-side imports.
 """
+
 from kit.common.errors import KitError
 
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
 """Which release introduced a change: binary search over the releases between a good and a bad one."""
+
 from __future__ import annotations
 
 import json
@@ -42,13 +43,24 @@ def releases_between(good: str, bad: str) -> list[str]:
         releases.get(r)
     names = releases.known_names()
     lo, hi = sorted((names.index(good), names.index(bad)))
-    span = names[lo:hi + 1]
+    span = names[lo : hi + 1]
     return span if release_key(good) <= release_key(bad) else list(reversed(span))
 
 
-def bisect(model: str, api: str, good: str, bad: str, *, saved_with: str | None = None, store: str | None = None,
-           run_id: str | None = None, runs_root: str | Path | None = None, home: KitHome | None = None,
-           allow_fallback: bool = False, on_event: Callable[[str], None] = print) -> BisectResult:
+def bisect(
+    model: str,
+    api: str,
+    good: str,
+    bad: str,
+    *,
+    saved_with: str | None = None,
+    store: str | None = None,
+    run_id: str | None = None,
+    runs_root: str | Path | None = None,
+    home: KitHome | None = None,
+    allow_fallback: bool = False,
+    on_event: Callable[[str], None] = print,
+) -> BisectResult:
     """Name the first release, walking from ``good`` to ``bad``, whose verdict on the artifact changes.
 
     The artifact is (``saved_with`` or ``good``, model, api) from ``store``; it is trained
@@ -57,8 +69,9 @@ def bisect(model: str, api: str, good: str, bad: str, *, saved_with: str | None 
     releases. Environments are created as probes need them.
     """
     if model not in MODEL_NAMES or api not in APIS:
-        raise UsageError(f"unknown model or API: {model}/{api}", hint=f"models: {', '.join(MODEL_NAMES)}; "
-                                                                      f"APIs: {', '.join(APIS)}")
+        raise UsageError(
+            f"unknown model or API: {model}/{api}", hint=f"models: {', '.join(MODEL_NAMES)}; APIs: {', '.join(APIS)}"
+        )
     home = home or KitHome()
     span = releases_between(good, bad)
     if len(span) < 2:
@@ -71,21 +84,49 @@ def bisect(model: str, api: str, good: str, bad: str, *, saved_with: str | None 
         raise UsageError(f"run {run.id} already exists")
     run.lock()
     try:
-        run.write_manifest({"run_id": run.id, "kind": "bisect", "model": model, "api": api, "good": good, "bad": bad,
-                            "saved_with": saved_with, "store": str(store_dir), "releases": span})
+        run.write_manifest(
+            {
+                "run_id": run.id,
+                "kind": "bisect",
+                "model": model,
+                "api": api,
+                "good": good,
+                "bad": bad,
+                "saved_with": saved_with,
+                "store": str(store_dir),
+                "releases": span,
+            }
+        )
         manager = EnvManager(home)
         result = BisectResult(run.dir, span)
         _ensure_env(manager, saved_with, allow_fallback, on_event)
         if not (store_dir / saved_with / model / api / "manifest.json").is_file():
             on_event(f"training {model}/{api} in {saved_with} first")
-            _step(run, home, "train", saved_with, {"mxnet_version": saved_with, "models": [model], "apis": [api],
-                                                   "out_dir": str(store_dir)})
+            _step(
+                run,
+                home,
+                "train",
+                saved_with,
+                {"mxnet_version": saved_with, "models": [model], "apis": [api], "out_dir": str(store_dir)},
+            )
 
         def probe(release: str) -> str:
             _ensure_env(manager, release, allow_fallback, on_event)
-            _step(run, home, "reload", release, {
-                "mxnet_version": release, "store": str(store_dir), "saved_versions": [saved_with],
-                "models": [model], "apis": [api], "out_dir": str(run.dir), "forward": True})
+            _step(
+                run,
+                home,
+                "reload",
+                release,
+                {
+                    "mxnet_version": release,
+                    "store": str(store_dir),
+                    "saved_versions": [saved_with],
+                    "models": [model],
+                    "apis": [api],
+                    "out_dir": str(run.dir),
+                    "forward": True,
+                },
+            )
             record = run.dir / "records" / f"{saved_with}__{model}__{api}__{release}.json"
             verdict = json.loads(record.read_text())["verdict"]
             result.probes.append((release, verdict))
@@ -102,9 +143,14 @@ def bisect(model: str, api: str, good: str, bad: str, *, saved_with: str | None 
                 lo = mid
         result.first_changed, result.last_unchanged = span[hi], span[lo]
         bound = math.ceil(math.log2(len(span))) + 1
-        summary = {"probes": result.probes, "first_changed": result.first_changed,
-                   "last_unchanged": result.last_unchanged, "reloads": result.reloads, "bound": bound,
-                   "bad_verdict_class": bad_class}
+        summary = {
+            "probes": result.probes,
+            "first_changed": result.first_changed,
+            "last_unchanged": result.last_unchanged,
+            "reloads": result.reloads,
+            "bound": bound,
+            "bad_verdict_class": bad_class,
+        }
         (run.dir / "bisect.json").write_text(json.dumps(summary, indent=1))
         return result
     finally:
@@ -125,10 +171,17 @@ def _ensure_env(manager: EnvManager, release: str, allow_fallback: bool, on_even
 
 
 def _step(run: Run, home: KitHome, kind: str, release: str, parameters: dict) -> None:
-    step = Step(id=f"{kind}:{release}", kind=kind, release=release, notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
-                output=str(run.dir / kind / f"mxnet-{release}.ipynb"), kernel=f"mxnet-{release}",
-                parameters=parameters)
+    step = Step(
+        id=f"{kind}:{release}",
+        kind=kind,
+        release=release,
+        notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
+        output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
+        kernel=f"mxnet-{release}",
+        parameters=parameters,
+    )
     result = execute_step(step.to_dict(), str(home.root), str(run.dir / "logs" / f"{kind}-{release}.log"))
     if result["status"] != "ok":
-        raise KitError(f"{kind} on {release} broke: {(result['error'] or '').strip().splitlines()[-1:]}",
-                       hint=f"see {step.output}")
+        raise KitError(
+            f"{kind} on {release} broke: {(result['error'] or '').strip().splitlines()[-1:]}", hint=f"see {step.output}"
+        )

@@ -1,4 +1,5 @@
 """A matrix cell: MODEL/API/SAVED/LOADED, as users write it and as files name it."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,9 @@ class Cell:
     def parse(cls, text: str) -> Cell:
         parts = (text or "").strip().split("/")
         if len(parts) != 4 or not all(parts):
-            raise UsageError(f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}",
-                             hint="e.g. lenet/export/1.0.0.post4/1.9.1")
+            raise UsageError(
+                f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}", hint="e.g. lenet/export/1.0.0.post4/1.9.1"
+            )
         cell = cls(*parts)
         if cell.api not in APIS + ("checkpoint",):
             raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS + ("checkpoint",)))

@@ -1,4 +1,5 @@
 """Check your own model: a checkpoint the kit did not train, referenced in one release, reloaded in others."""
+
 from __future__ import annotations
 
 import json
@@ -58,21 +59,37 @@ def checkpoint_files(prefix: str, epoch: int) -> tuple[Path, Path]:
     sym, params = Path(f"{prefix}-symbol.json"), Path(f"{prefix}-{epoch:04d}.params")
     missing = [str(p) for p in (sym, params) if not p.is_file()]
     if missing:
-        raise UsageError(f"checkpoint files not found: {', '.join(missing)}",
-                         hint="PREFIX is the path without -symbol.json; --epoch picks PREFIX-NNNN.params")
+        raise UsageError(
+            f"checkpoint files not found: {', '.join(missing)}",
+            hint="PREFIX is the path without -symbol.json; --epoch picks PREFIX-NNNN.params",
+        )
     return sym, params
 
 
-def prepare(prefix: str, epoch: int, *, name: str | None, reference: str, inputs: list[dict],
-            label_names: list[str], store: Path, home: KitHome, data: str | None = None, image: str | None = None,
-            preprocess: dict | None = None, seed: int = 0) -> dict:
+def prepare(
+    prefix: str,
+    epoch: int,
+    *,
+    name: str | None,
+    reference: str,
+    inputs: list[dict],
+    label_names: list[str],
+    store: Path,
+    home: KitHome,
+    data: str | None = None,
+    image: str | None = None,
+    preprocess: dict | None = None,
+    seed: int = 0,
+) -> dict:
     """Stage the checkpoint as an artifact of ``reference`` in ``store`` and compute its reference outputs
     in that release's environment. Problems with the inputs are usage errors, raised before any run."""
     sym_file, params_file = checkpoint_files(prefix, epoch)
     name = name or Path(prefix).name
     if not _NAME.match(name) or name in MODEL_NAMES:
-        raise UsageError(f"model name {name!r} is not usable", hint="pass --name with letters, digits, '.', '_', '-' "
-                                                                    "that is not a zoo model's name")
+        raise UsageError(
+            f"model name {name!r} is not usable",
+            hint="pass --name with letters, digits, '.', '_', '-' that is not a zoo model's name",
+        )
     if not inputs and not image:
         raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")
     for path in (data, image):
@@ -84,14 +101,25 @@ def prepare(prefix: str, epoch: int, *, name: str | None, reference: str, inputs
     try:
         shutil.copyfile(sym_file, staged / "model-symbol.json")
         shutil.copyfile(params_file, staged / "model-0000.params")
-        spec = {"name": name, "inputs": inputs or [{"name": "data", "shape": [1], "dtype": "float32", "kind": "float"}],
-                "label_names": label_names, "data": str(Path(data).resolve()) if data else None,
-                "image": str(Path(image).resolve()) if image else None, "preprocess": preprocess or {},
-                "seed": seed, "source": {"prefix": str(Path(prefix).resolve()), "epoch": epoch}}
+        spec = {
+            "name": name,
+            "inputs": inputs or [{"name": "data", "shape": [1], "dtype": "float32", "kind": "float"}],
+            "label_names": label_names,
+            "data": str(Path(data).resolve()) if data else None,
+            "image": str(Path(image).resolve()) if image else None,
+            "preprocess": preprocess or {},
+            "seed": seed,
+            "source": {"prefix": str(Path(prefix).resolve()), "epoch": epoch},
+        }
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(spec, f)
-        proc = subprocess.run([str(env.python), "-m", "kit.kernel.foreign", reference, str(staged), f.name],
-                              capture_output=True, text=True, cwd=str(env.path), timeout=900)
+        proc = subprocess.run(
+            [str(env.python), "-m", "kit.kernel.foreign", reference, str(staged), f.name],
+            capture_output=True,
+            text=True,
+            cwd=str(env.path),
+            timeout=900,
+        )
         Path(f.name).unlink()
         if proc.returncode == 2:
             problem = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -3,6 +3,7 @@
 Exit codes: 0 compatible / healthy, 1 regressions found, 2 usage error, 3 the run
 or an environment itself broke.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,6 +22,7 @@ from kit.tables import format_table, human_size
 
 def handle_errors(fn):
     """Turn a KitError into its message on stderr and its exit code."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
@@ -28,6 +30,7 @@ def handle_errors(fn):
         except KitError as e:
             click.secho(f"error: {e}", fg="red", err=True)
             sys.exit(e.exit_code)
+
     return wrapper
 
 
@@ -49,23 +52,32 @@ def env():
 @env.command("create")
 @click.argument("versions", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every release in the table.")
-@click.option("--allow-fallback", is_flag=True,
-              help="When a release's own Python is missing, use the documented --no-deps build on the host Python "
-                   "(marked as a fallback wherever the env is shown or recorded).")
+@click.option(
+    "--allow-fallback",
+    is_flag=True,
+    help="When a release's own Python is missing, use the documented --no-deps build on the host Python "
+    "(marked as a fallback wherever the env is shown or recorded).",
+)
 @click.option("--python", "python", metavar="PATH", help="The interpreter to build with, instead of discovery.")
-@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 16),
-              help="Environments built at once.")
+@click.option(
+    "--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 16), help="Environments built at once."
+)
 @click.option("--force", is_flag=True, help="Rebuild even if the environment is ready.")
 @click.option("--name", metavar="NAME", help="Name of a custom release (a release candidate or a local build).")
 @click.option("--wheel", metavar="PATH", help="Custom release: a local MXNet wheel.")
 @click.option("--spec", metavar="REQ", help="Custom release: any pip requirement, e.g. 'mxnet==1.9.1'.")
 @click.option("--python-version", default="3.11", show_default=True, help="Custom release: the Python it needs.")
-@click.option("--pin", multiple=True, metavar="REQ",
-              help="Custom release: extra requirement, repeatable (default pin: numpy<1.24).")
+@click.option(
+    "--pin",
+    multiple=True,
+    metavar="REQ",
+    help="Custom release: extra requirement, repeatable (default pin: numpy<1.24).",
+)
 @click.option("--expect-version", metavar="V", help="Custom release: the mx.__version__ it must report.")
 @handle_errors
-def env_create(versions, all_, allow_fallback, python, jobs, force, name, wheel, spec, python_version, pin,
-               expect_version):
+def env_create(
+    versions, all_, allow_fallback, python, jobs, force, name, wheel, spec, python_version, pin, expect_version
+):
     """Create environments for VERSIONS (e.g. 1.0.0.post4 1.4.1 1.9.1), or a custom release.
 
     Creation is idempotent (a ready environment is kept), safe to interrupt (a
@@ -84,20 +96,26 @@ def env_create(versions, all_, allow_fallback, python, jobs, force, name, wheel,
             raise UsageError("give either release names or a custom release (--name with --wheel/--spec), not both")
         if not name:
             raise UsageError("a custom release needs --name NAME")
-        wanted = [releases.custom_release(name, python=python_version, wheel=wheel, spec=spec, pins=pin,
-                                          expected_version=expect_version)]
+        wanted = [
+            releases.custom_release(
+                name, python=python_version, wheel=wheel, spec=spec, pins=pin, expected_version=expect_version
+            )
+        ]
     else:
         if all_:
             versions = tuple(releases.known_names())
         if not versions:
-            raise UsageError("name at least one release, or --all",
-                             hint="known releases: " + ", ".join(releases.known_names()))
+            raise UsageError(
+                "name at least one release, or --all", hint="known releases: " + ", ".join(releases.known_names())
+            )
         wanted = [releases.get(v) for v in dict.fromkeys(versions)]
     plans = [manager.plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
     for p in plans:
         how = " (fallback: --no-deps on the host Python)" if p.fallback else ""
-        click.echo(f"{p.name}: Python {'.'.join(map(str, p.interpreter.version))} "
-                   f"from {p.interpreter.source} ({p.interpreter.path}){how}")
+        click.echo(
+            f"{p.name}: Python {'.'.join(map(str, p.interpreter.version))} "
+            f"from {p.interpreter.source} ({p.interpreter.path}){how}"
+        )
     failed = []
     click.echo(f"building {len(plans)} environment(s), {jobs} at a time; logs in {manager.home.logs}")
 
@@ -107,6 +125,7 @@ def env_create(versions, all_, allow_fallback, python, jobs, force, name, wheel,
         if result.error is not None:
             failed.append(result)
             click.secho(f"  {result.error}", fg="red", err=True)
+
     done.count = 0
 
     manager.create(plans, jobs=jobs, force=force, on_done=done)
@@ -122,8 +141,18 @@ def env_list():
     manager = EnvManager()
     rows = []
     for e in manager.list():
-        rows.append([e.name, e.info("mxnet", "-"), e.info("python", "-"), e.info("numpy", "-"), e.kernel_name,
-                     human_size(e.size_bytes()), e.state, "yes" if e.fallback else "no"])
+        rows.append(
+            [
+                e.name,
+                e.info("mxnet", "-"),
+                e.info("python", "-"),
+                e.info("numpy", "-"),
+                e.kernel_name,
+                human_size(e.size_bytes()),
+                e.state,
+                "yes" if e.fallback else "no",
+            ]
+        )
     if not rows:
         click.echo(f"no environments in {manager.home.envs}; create some with `mxcompat env create 1.9.1`")
         return
@@ -164,8 +193,17 @@ def env_doctor(names, jobs):
     for h in healths:
         fb = "yes" if manager.get(h.name).fallback else "no"
         probe = h.probe or {}
-        rows.append([h.name, probe.get("mxnet", "-"), probe.get("python", "-"), probe.get("numpy", "-"), fb,
-                     "healthy" if h.ok else "UNHEALTHY", "; ".join(h.problems)])
+        rows.append(
+            [
+                h.name,
+                probe.get("mxnet", "-"),
+                probe.get("python", "-"),
+                probe.get("numpy", "-"),
+                fb,
+                "healthy" if h.ok else "UNHEALTHY",
+                "; ".join(h.problems),
+            ]
+        )
     click.echo(format_table(["release", "mxnet", "python", "numpy", "fallback", "health", "problems"], rows))
     if not all(h.ok for h in healths):
         sys.exit(3)
@@ -186,30 +224,66 @@ def _csv(value):
 @main.command("run")
 @click.option("--save", "save", metavar="V,...", help="Releases that train and save artifacts (comma-separated).")
 @click.option("--load", "load", metavar="V,...", help="Releases that reload them (default: the --save releases).")
-@click.option("--models", metavar="M,...",
-              help="Zoo models or groups: core (the default: small hand-written models), vision "
-                   "(ResNet-18 v1/v2, MobileNet v1/v2, SqueezeNet 1.1, DenseNet-121, VGG-11-BN, e2e ResNet-18 "
-                   "from gluon's model zoo; about 1 GB of artifacts per release), all.")
+@click.option(
+    "--models",
+    metavar="M,...",
+    help="Zoo models or groups: core (the default: small hand-written models), vision "
+    "(ResNet-18 v1/v2, MobileNet v1/v2, SqueezeNet 1.1, DenseNet-121, VGG-11-BN, e2e ResNet-18 "
+    "from gluon's model zoo; about 1 GB of artifacts per release), all.",
+)
 @click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
-@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16),
-              help="Steps (notebook runs) at once.")
+@click.option(
+    "--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16), help="Steps (notebook runs) at once."
+)
 @click.option("--run-id", metavar="ID", help="Name of the run folder under runs/ (default: a timestamp).")
 @click.option("--store", metavar="PATH", help="Artifact store (default: the kit home's store/).")
-@click.option("--tolerance", metavar="JSON|FILE",
-              help='Tolerance overrides, e.g. \'{"float32": {"rtol": 1e-3}, "models": {"lstm": {"atol": 1e-4}}}\'.')
+@click.option(
+    "--tolerance",
+    metavar="JSON|FILE",
+    help='Tolerance overrides, e.g. \'{"float32": {"rtol": 1e-3}, "models": {"lstm": {"atol": 1e-4}}}\'.',
+)
 @click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
-@click.option("--allow-list", metavar="FILE",
-              help="Known incompatibilities (YAML/JSON list of cell: MODEL/API/SAVED/LOADED glob, reason, expires).")
-@click.option("--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish.")
+@click.option(
+    "--allow-list",
+    metavar="FILE",
+    help="Known incompatibilities (YAML/JSON list of cell: MODEL/API/SAVED/LOADED glob, reason, expires).",
+)
+@click.option(
+    "--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish."
+)
 @click.option("--runs-dir", metavar="PATH", help="Where run folders go (default: runs/ at the repository root).")
-@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-              help="Where steps run: a local process pool, or a Dask cluster (needs --scheduler and --store).")
-@click.option("--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
-              help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 (or DASK_SCHEDULER_ADDRESS).")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where steps run: a local process pool, or a Dask cluster (needs --scheduler and --store).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786 (or DASK_SCHEDULER_ADDRESS).",
+)
 @handle_errors
-def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, retrain, allow_list, resume_id,
-            runs_dir, executor, scheduler):
+def run_cmd(
+    save,
+    load,
+    models,
+    apis,
+    forward,
+    jobs,
+    run_id,
+    store,
+    tolerance,
+    retrain,
+    allow_list,
+    resume_id,
+    runs_dir,
+    executor,
+    scheduler,
+):
     """Run the matrix: train per --save release, reload per --load release, then the summary.
 
     Every executed notebook, record and report lands in runs/<run-id>/. Exit codes:
@@ -223,17 +297,34 @@ def run_cmd(save, load, models, apis, forward, jobs, run_id, store, tolerance, r
       mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
     from kit import matrix
+
     if resume_id:
         if save or load or run_id:
             raise UsageError("--resume takes the run's own arguments; do not give --save, --load or --run-id")
-        outcome = matrix.resume(resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler,
-                                on_event=click.echo)
+        outcome = matrix.resume(
+            resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo
+        )
     else:
-        req = matrix.RunRequest(save=_csv(save), load=_csv(load) or _csv(save), models=_csv(models), apis=_csv(apis),
-                                forward=forward, tolerance=matrix.parse_tolerance(tolerance), retrain=retrain,
-                                allow_list=allow_list, store=store)
-        outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, executor=executor,
-                                    scheduler=scheduler, on_event=click.echo)
+        req = matrix.RunRequest(
+            save=_csv(save),
+            load=_csv(load) or _csv(save),
+            models=_csv(models),
+            apis=_csv(apis),
+            forward=forward,
+            tolerance=matrix.parse_tolerance(tolerance),
+            retrain=retrain,
+            allow_list=allow_list,
+            store=store,
+        )
+        outcome = matrix.run_matrix(
+            req,
+            run_id=run_id,
+            jobs=jobs,
+            runs_root=runs_dir,
+            executor=executor,
+            scheduler=scheduler,
+            on_event=click.echo,
+        )
     _report(outcome)
 
 
@@ -257,16 +348,24 @@ def _report(outcome):
 @main.command("check-model")
 @click.argument("prefix")
 @click.option("--epoch", default=0, show_default=True, type=click.IntRange(0), help="Picks PREFIX-NNNN.params.")
-@click.option("--input", "inputs", multiple=True, metavar="NAME:SHAPE[:DTYPE]",
-              help="A graph input and its shape with the batch first, e.g. data:1,3,224,224 (repeatable).")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME:SHAPE[:DTYPE]",
+    help="A graph input and its shape with the batch first, e.g. data:1,3,224,224 (repeatable).",
+)
 @click.option("--label-names", metavar="N,...", help="Label inputs of loss heads such as SoftmaxOutput.")
 @click.option("--reference-version", required=True, metavar="V", help="The release whose outputs are the reference.")
 @click.option("--load", "load", required=True, metavar="V,...", help="Releases to reload the checkpoint in.")
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
 @click.option("--image", metavar="FILE", help="An image file as the input, decoded by MXNet, see --preprocess.")
-@click.option("--preprocess", metavar="SPEC", help="For --image: 'resize=224,224;mean=0.485,0.456,0.406;"
-                                                   "std=0.229,0.224,0.225;layout=NCHW'.")
+@click.option(
+    "--preprocess",
+    metavar="SPEC",
+    help="For --image: 'resize=224,224;mean=0.485,0.456,0.406;std=0.229,0.224,0.225;layout=NCHW'.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the generated inputs.")
 @click.option("--store", metavar="PATH", help="Store to keep the checkpoint's reference in (default: the kit home's).")
 @click.option("--run-id", metavar="ID")
@@ -276,8 +375,26 @@ def _report(outcome):
 @click.option("--allow-list", metavar="FILE")
 @click.option("--forward", is_flag=True, help="Also reload in releases older than the reference.")
 @handle_errors
-def check_model_cmd(prefix, epoch, inputs, label_names, reference_version, load, name, data, image, preprocess,
-                    seed, store, run_id, runs_dir, jobs, tolerance, allow_list, forward):
+def check_model_cmd(
+    prefix,
+    epoch,
+    inputs,
+    label_names,
+    reference_version,
+    load,
+    name,
+    data,
+    image,
+    preprocess,
+    seed,
+    store,
+    run_id,
+    runs_dir,
+    jobs,
+    tolerance,
+    allow_list,
+    forward,
+):
     """Will this checkpoint give the same outputs on the releases I upgrade to?
 
     PREFIX-symbol.json + PREFIX-NNNN.params (a Module checkpoint or a Gluon export, any
@@ -292,23 +409,46 @@ def check_model_cmd(prefix, epoch, inputs, label_names, reference_version, load,
     from kit import check_model, matrix
     from kit.home import KitHome
     from kit.store import open_store
+
     home = KitHome()
     parsed = [check_model.parse_input(i) for i in inputs]
     loads = _csv(load)
-    req = matrix.RunRequest(save=[reference_version], load=loads, models=[], apis=[check_model.API],
-                            forward=forward, tolerance=matrix.parse_tolerance(tolerance), allow_list=allow_list,
-                            store=store, foreign=True)
+    req = matrix.RunRequest(
+        save=[reference_version],
+        load=loads,
+        models=[],
+        apis=[check_model.API],
+        forward=forward,
+        tolerance=matrix.parse_tolerance(tolerance),
+        allow_list=allow_list,
+        store=store,
+        foreign=True,
+    )
     matrix.validate(req, EnvManager(home))
     if store and str(store).startswith("s3://"):
-        raise UsageError("check-model keeps its reference in a local store; push it afterwards with mxcompat store push")
-    manifest = check_model.prepare(prefix, epoch, name=name, reference=reference_version, inputs=parsed,
-                                   label_names=_csv(label_names), store=open_store(store, home=home).root, home=home,
-                                   data=data, image=image, preprocess=check_model.parse_preprocess(preprocess),
-                                   seed=seed)
+        raise UsageError(
+            "check-model keeps its reference in a local store; push it afterwards with mxcompat store push"
+        )
+    manifest = check_model.prepare(
+        prefix,
+        epoch,
+        name=name,
+        reference=reference_version,
+        inputs=parsed,
+        label_names=_csv(label_names),
+        store=open_store(store, home=home).root,
+        home=home,
+        data=data,
+        image=image,
+        preprocess=check_model.parse_preprocess(preprocess),
+        seed=seed,
+    )
     recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
-    click.echo(f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {reference_version} "
-               f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
-               f"param_version {manifest['param_version']})")
+    click.echo(
+        f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {reference_version} "
+        f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
+        f"param_version {manifest['param_version']})"
+    )
     req.models = [manifest["model"]]
     outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home)
     _report(outcome)
@@ -317,8 +457,11 @@ def check_model_cmd(prefix, epoch, inputs, label_names, reference_version, load,
 @main.command("investigate")
 @click.argument("run_id")
 @click.option("--cell", required=True, metavar="MODEL/API/SAVED/LOADED", help="The matrix cell to investigate.")
-@click.option("--recompute", is_flag=True,
-              help="Compute the saving release's internals now, in its environment, instead of the recorded ones.")
+@click.option(
+    "--recompute",
+    is_flag=True,
+    help="Compute the saving release's internals now, in its environment, instead of the recorded ones.",
+)
 @click.option("--runs-dir", metavar="PATH", help="Where run folders are (default: runs/).")
 @handle_errors
 def investigate_cmd(run_id, cell, recompute, runs_dir):
@@ -326,12 +469,15 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
     from kit.cells import Cell
     from kit.investigate import investigate_cell
     from kit.common.verdicts import PARAMS_AS_SAVED
+
     out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
     result = json.loads(out["json"].read_text())
     first = result["first_divergence"]
     if first:
-        click.echo(f"first node past tolerance: #{first['index']} {first['node']} (op {first['op']}, "
-                   f"max abs {first.get('max_abs')})")
+        click.echo(
+            f"first node past tolerance: #{first['index']} {first['node']} (op {first['op']}, "
+            f"max abs {first.get('max_abs')})"
+        )
     else:
         click.echo(f"no node past tolerance ({len(result['rows'])} nodes)")
     if result.get("node_matching", "by name") != "by name":
@@ -340,8 +486,10 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
         click.echo("the artifact records no table of its saved parameters")
     else:
         changed = [p for p in result["parameters"] if p["status"] not in PARAMS_AS_SAVED]
-        click.echo(f"{len(changed)} parameter(s) not loaded as saved" + (": " + ", ".join(
-            f"{p['name']} ({p['status']})" for p in changed) if changed else ""))
+        click.echo(
+            f"{len(changed)} parameter(s) not loaded as saved"
+            + (": " + ", ".join(f"{p['name']} ({p['status']})" for p in changed) if changed else "")
+        )
     click.echo(f"notebook: {out['notebook']}")
 
 
@@ -359,10 +507,23 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
 def bisect_cmd(model, api, good, bad, saved_with, store, run_id, runs_dir, allow_fallback):
     """Name the first release between --good and --bad where the verdict changes (ceil(log2 n)+1 reloads at most)."""
     from kit.bisect import bisect
-    result = bisect(model, api, good, bad, saved_with=saved_with, store=store, run_id=run_id, runs_root=runs_dir,
-                    allow_fallback=allow_fallback, on_event=click.echo)
-    click.echo(f"first release with the changed verdict: {result.first_changed} "
-               f"(last unchanged: {result.last_unchanged}); {result.reloads} reloads over {len(result.releases)} releases")
+
+    result = bisect(
+        model,
+        api,
+        good,
+        bad,
+        saved_with=saved_with,
+        store=store,
+        run_id=run_id,
+        runs_root=runs_dir,
+        allow_fallback=allow_fallback,
+        on_event=click.echo,
+    )
+    click.echo(
+        f"first release with the changed verdict: {result.first_changed} "
+        f"(last unchanged: {result.last_unchanged}); {result.reloads} reloads over {len(result.releases)} releases"
+    )
     click.echo(f"run folder: {result.run_dir}")
 
 
@@ -376,6 +537,7 @@ def bundle_cmd(run_id, cell, out, runs_dir):
     """Zip one cell's evidence for a bug report: notebooks, HTML, record, manifests, a Markdown summary."""
     from kit.bundle import make_bundle
     from kit.cells import Cell
+
     path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
     click.echo(str(path))
 
@@ -401,14 +563,25 @@ _endpoint = click.option("--endpoint-url", metavar="URL", help="S3-compatible en
 def store_ls(location, versions, endpoint_url):
     """List the artifacts of LOCATION (default: the kit home's store)."""
     from kit import store as store_mod
+
     st = store_mod.open_store(location, endpoint_url=endpoint_url)
     rows = []
     for ref in st.refs():
         if ref.version is not None and not versions:
             continue
         m = st.manifest(ref)
-        rows.append([ref.release, ref.model, ref.api, m.get("status"), m.get("model_version"), m.get("param_version"),
-                     ref.version or "current", len(m.get("files", {}))])
+        rows.append(
+            [
+                ref.release,
+                ref.model,
+                ref.api,
+                m.get("status"),
+                m.get("model_version"),
+                m.get("param_version"),
+                ref.version or "current",
+                len(m.get("files", {})),
+            ]
+        )
     if not rows:
         click.echo(f"no artifacts in {st.url}")
         return
@@ -422,6 +595,7 @@ def store_ls(location, versions, endpoint_url):
 def store_verify(location, endpoint_url):
     """Re-hash every artifact of LOCATION; list corrupt or missing files (exit 1 when any)."""
     from kit import store as store_mod
+
     st = store_mod.open_store(location, endpoint_url=endpoint_url)
     refs = st.refs()
     bad = 0
@@ -436,9 +610,11 @@ def store_verify(location, endpoint_url):
 
 
 def _filters(f):
-    for opt in (click.option("--release", "releases", multiple=True, help="Only these releases (repeatable)."),
-                click.option("--model", "models", multiple=True, help="Only these models (repeatable)."),
-                click.option("--api", "apis", multiple=True, help="Only these APIs (repeatable).")):
+    for opt in (
+        click.option("--release", "releases", multiple=True, help="Only these releases (repeatable)."),
+        click.option("--model", "models", multiple=True, help="Only these models (repeatable)."),
+        click.option("--api", "apis", multiple=True, help="Only these APIs (repeatable)."),
+    ):
         f = opt(f)
     return f
 
@@ -453,11 +629,13 @@ def _filters(f):
 def store_push(destination, source, public_read, releases, models, apis, endpoint_url):
     """Upload a local store's artifacts to DESTINATION (s3://bucket/prefix), verified first."""
     from kit import store as store_mod
+
     dest = store_mod.open_store(destination, endpoint_url=endpoint_url, public_read=public_read)
     if not isinstance(dest, store_mod.S3Store):
         raise UsageError("push needs an s3:// destination")
-    counts = store_mod.push(store_mod.open_store(source), dest, releases=releases, models=models, apis=apis,
-                            on_event=click.echo)
+    counts = store_mod.push(
+        store_mod.open_store(source), dest, releases=releases, models=models, apis=apis, on_event=click.echo
+    )
     click.echo(f"{counts['uploaded']} uploaded, {counts['unchanged']} already there: {dest.url}")
 
 
@@ -471,11 +649,19 @@ def store_push(destination, source, public_read, releases, models, apis, endpoin
 def store_pull(source, target, versions, releases, models, apis, endpoint_url):
     """Download SOURCE's (s3://bucket/prefix) artifacts into a local store, each verified before use."""
     from kit import store as store_mod
+
     src = store_mod.open_store(source, endpoint_url=endpoint_url)
     if not isinstance(src, store_mod.S3Store):
         raise UsageError("pull needs an s3:// source")
-    counts = store_mod.pull(src, store_mod.open_store(target), releases=releases, models=models, apis=apis,
-                            versions=versions, on_event=click.echo)
+    counts = store_mod.pull(
+        src,
+        store_mod.open_store(target),
+        releases=releases,
+        models=models,
+        apis=apis,
+        versions=versions,
+        on_event=click.echo,
+    )
     click.echo(f"{counts['downloaded']} downloaded, {counts['unchanged']} up to date")
 
 

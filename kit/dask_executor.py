@@ -8,6 +8,7 @@ when that worker is lost Dask runs the step elsewhere. A finished step's outputs
 are downloaded from the store into the run folder, verified by hash, from the one
 attempt that finished: a retried step never adds records twice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,13 +26,17 @@ def _client(scheduler: str):
     try:
         from distributed import Client
     except ImportError:
-        raise UsageError("the dask executor needs the distributed package",
-                         hint="pip install 'mxnet-compat-kit[dask]' (or: pip install distributed)") from None
+        raise UsageError(
+            "the dask executor needs the distributed package",
+            hint="pip install 'mxnet-compat-kit[dask]' (or: pip install distributed)",
+        ) from None
     try:
         return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as e:
-        raise KitError(f"cannot reach the Dask scheduler at {scheduler}: {e}",
-                       hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`") from None
+        raise KitError(
+            f"cannot reach the Dask scheduler at {scheduler}: {e}",
+            hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`",
+        ) from None
 
 
 def route(releases: list[str], ready: dict[str, list[str]], names: dict[str, str]) -> dict[str, str]:
@@ -58,27 +63,38 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, jobs: int = 1, scheduler: str | None = None, store: str | None = None,
-                 run_id: str | None = None, run_dir: str | None = None, endpoint_url: str | None = None,
-                 on_event: Callable[[str], None] = print):
+    def __init__(
+        self,
+        jobs: int = 1,
+        scheduler: str | None = None,
+        store: str | None = None,
+        run_id: str | None = None,
+        run_dir: str | None = None,
+        endpoint_url: str | None = None,
+        on_event: Callable[[str], None] = print,
+    ):
         if not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
         if not store:
-            raise UsageError("--executor dask needs --store: s3://bucket/prefix, or a folder every worker sees",
-                             hint="workers share nothing but the store")
+            raise UsageError(
+                "--executor dask needs --store: s3://bucket/prefix, or a folder every worker sees",
+                hint="workers share nothing but the store",
+            )
         self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run_id, Path(run_dir)
         self.endpoint_url, self.on_event = endpoint_url, on_event
         self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
-    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None],
-            log_dir: str | None = None) -> list[StepResult]:
+    def run(
+        self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None], log_dir: str | None = None
+    ) -> list[StepResult]:
         steps = list(steps)
         here = [s for s in steps if s.release is None]  # the summary reads the run folder: it runs here
         there = [s for s in steps if s.release is not None]
         results = self._run_remote(there, on_done) if there else []
         if here:
             from kit.local_executor import LocalExecutor
+
             results += LocalExecutor(1).run(here, home_root, on_done, log_dir=log_dir)
         return results
 
@@ -86,6 +102,7 @@ class DaskExecutor:
         from distributed import as_completed
 
         from kit import remote_step
+
         client = _client(self.scheduler)
         try:
             info = client.scheduler_info()["workers"]
@@ -95,11 +112,22 @@ class DaskExecutor:
             futures = {}
             for s in steps:
                 addr = routes[s.release]
-                task = {"step": s.to_dict(), "store": self.store, "run_id": self.run_id,
-                        "endpoint_url": self.endpoint_url, "notebook_name": Path(s.notebook).name,
-                        "output_rel": Path(s.output).relative_to(self.run_dir).as_posix()}
-                fut = client.submit(remote_step.run_remote, task, key=f"{self.run_id}-{s.id}-{os.urandom(4).hex()}",
-                                    pure=False, workers=[addr], allow_other_workers=True)
+                task = {
+                    "step": s.to_dict(),
+                    "store": self.store,
+                    "run_id": self.run_id,
+                    "endpoint_url": self.endpoint_url,
+                    "notebook_name": Path(s.notebook).name,
+                    "output_rel": Path(s.output).relative_to(self.run_dir).as_posix(),
+                }
+                fut = client.submit(
+                    remote_step.run_remote,
+                    task,
+                    key=f"{self.run_id}-{s.id}-{os.urandom(4).hex()}",
+                    pure=False,
+                    workers=[addr],
+                    allow_other_workers=True,
+                )
                 futures[fut] = s
                 self.on_event(f"    {s.id} -> worker {names.get(addr, addr)}")
             results = []
@@ -129,6 +157,7 @@ class DaskExecutor:
         """The shared store, opened once."""
         if self._store is None:
             from kit import store as store_mod
+
             self._store = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
         return self._store
 
@@ -138,10 +167,11 @@ class DaskExecutor:
 
         from kit import remote_step
         from kit import store as store_mod
+
         remote = self._remote()
         lost = []
         for key in remote.list_blobs(remote_step.started_prefix(self.run_id, step.id)):
-            attempt = key.rsplit("/", 1)[-1][:-len(".json")]
+            attempt = key.rsplit("/", 1)[-1][: -len(".json")]
             if attempt != finished and not remote.list_blobs(f"{store_mod.RUNS_PREFIX}/{self.run_id}/{attempt}"):
                 lost.append(f"worker {json.loads(remote.read_blob(key))['worker']}")
         return lost
@@ -149,6 +179,7 @@ class DaskExecutor:
     def _fetch(self, out: dict) -> None:
         """The attempt's files, from the store into the run folder, each verified by its hash."""
         from kit import store as store_mod
+
         run_folder = store_mod.LocalStore(self.run_dir)
         for rel, digest in sorted(out["files"].items()):
             data = self._remote().read_blob(f"{out['prefix']}/{rel}")

@@ -1,4 +1,5 @@
 """What e2e_speed.ipynb shows: the fused-vs-separate benchmark (bench/e2e_bench.py) across releases."""
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,17 @@ def frame(result: dict) -> pd.DataFrame:
                 continue
             for mode in MODES:
                 t = r[case][mode]
-                rows.append({"release": r["release"], "case": case, "mode": mode, "ms_per_sample": t["per_sample_ms"],
-                             "ms_per_sample_median": t["per_sample_ms_median"], "runs": t["runs"],
-                             "separate_over_fused": r[case]["separate_over_fused"]})
+                rows.append(
+                    {
+                        "release": r["release"],
+                        "case": case,
+                        "mode": mode,
+                        "ms_per_sample": t["per_sample_ms"],
+                        "ms_per_sample_median": t["per_sample_ms_median"],
+                        "runs": t["runs"],
+                        "separate_over_fused": r[case]["separate_over_fused"],
+                    }
+                )
     df = pd.DataFrame(rows)
     if not df.empty:
         order = sorted(df["release"].unique(), key=release_key)
@@ -54,8 +63,13 @@ def frame(result: dict) -> pd.DataFrame:
 
 def skipped(result: dict) -> pd.DataFrame:
     """Releases without numbers, and why."""
-    return pd.DataFrame([{"release": r["release"], "why": r.get("unsupported") or r.get("error")}
-                         for r in result["releases"] if "unsupported" in r or "error" in r])
+    return pd.DataFrame(
+        [
+            {"release": r["release"], "why": r.get("unsupported") or r.get("error")}
+            for r in result["releases"]
+            if "unsupported" in r or "error" in r
+        ]
+    )
 
 
 def plot(result: dict):
@@ -77,7 +91,10 @@ def plot(result: dict):
         twin.axhline(1.0, color="grey", lw=0.8, ls=":")
         twin.set_ylabel("separate / fused")
         twin.set_ylim(0, max(2.0, float(ratio.max()) * 1.1))
-    fig.suptitle(f"e2e ResNet-18: fused graph vs transforms run separately ({result['settings']['runs']} runs after "
-                 f"{result['settings']['warmup']} warm-up)", fontsize=10)
+    fig.suptitle(
+        f"e2e ResNet-18: fused graph vs transforms run separately ({result['settings']['runs']} runs after "
+        f"{result['settings']['warmup']} warm-up)",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig

@@ -5,6 +5,7 @@ last step of a build after MXNet was imported and ran a forward pass; a build
 that is interrupted leaves a folder without a marker, reported *incomplete* and
 rebuilt by the next ``create``.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -135,15 +136,17 @@ class EnvManager:
     def get(self, name: str) -> Env:
         path = self.home.env_dir(name)
         if not path.is_dir():
-            raise EnvNotFoundError(f"no environment {name!r} in {self.home.envs}",
-                                   hint=f"create it with `mxcompat env create {name}`")
+            raise EnvNotFoundError(
+                f"no environment {name!r} in {self.home.envs}", hint=f"create it with `mxcompat env create {name}`"
+            )
         return self._load(path)
 
     def ready_env(self, name: str) -> Env:
         env = self.get(name)
         if env.state != "ready":
-            raise EnvNotFoundError(f"environment {name!r} is {env.state}",
-                                   hint=f"rebuild it with `mxcompat env create {name}`")
+            raise EnvNotFoundError(
+                f"environment {name!r} is {env.state}", hint=f"rebuild it with `mxcompat env create {name}`"
+            )
         return env
 
     def resolve(self, name: str) -> Release:
@@ -170,7 +173,9 @@ class EnvManager:
         """Check everything a build needs (interpreter, system libraries) before any work starts."""
         syslibs.require(release.system_libs, needed_by=release.name)
         if python:
-            return BuildPlan(release, self.finder.require(release.python, explicit=python, needed_by=release.name), False)
+            return BuildPlan(
+                release, self.finder.require(release.python, explicit=python, needed_by=release.name), False
+            )
         interp = self.finder.find(release.python)
         if interp is not None:
             return BuildPlan(release, interp, False)
@@ -182,8 +187,10 @@ class EnvManager:
         if release.fallback is None:
             error.hint += f"; MXNet {release.name} has no documented fallback on another Python"
         elif not allow_fallback:
-            error.hint += (f"; or pass --allow-fallback to run it on Python {release.fallback.python} "
-                           "with --no-deps (recorded as a fallback)")
+            error.hint += (
+                f"; or pass --allow-fallback to run it on Python {release.fallback.python} "
+                "with --no-deps (recorded as a fallback)"
+            )
         raise error
 
     def _fallback_python(self, minor: str) -> Interpreter | None:
@@ -228,8 +235,12 @@ class EnvManager:
         return BuildResult(plan.name, "created", time.monotonic() - started)
 
     def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
-        return (env.state == "ready" and env.release == plan.release and env.fallback == plan.fallback
-                and kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None)
+        return (
+            env.state == "ready"
+            and env.release == plan.release
+            and env.fallback == plan.fallback
+            and kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None
+        )
 
     def _build(self, plan: BuildPlan, uv: str) -> None:
         path = self.home.env_dir(plan.name)
@@ -239,31 +250,47 @@ class EnvManager:
         kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)
         if path.exists():
             shutil.rmtree(path)
-        run_logged([uv, "venv", "--quiet", "--python", plan.interpreter.path, str(path)], log,
-                   what=f"creating the virtualenv for {plan.name}")
+        run_logged(
+            [uv, "venv", "--quiet", "--python", plan.interpreter.path, str(path)],
+            log,
+            what=f"creating the virtualenv for {plan.name}",
+        )
         python = str(path / "bin" / "python")
         for reqs, no_deps in plan.install_steps():
             argv = [uv, "pip", "install", "--python", python] + (["--no-deps"] if no_deps else []) + reqs
             run_logged(argv, log, what=f"installing {' '.join(reqs)} for {plan.name}")
-        purelib = run_logged([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], log,
-                             what="locating site-packages").strip().splitlines()[-1]
+        purelib = (
+            run_logged(
+                [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                log,
+                what="locating site-packages",
+            )
+            .strip()
+            .splitlines()[-1]
+        )
         Path(purelib, PTH_NAME).write_text(str(REPO_ROOT) + "\n")
         probe = self._probe(Env(plan.name, path, None), log)
         problems = _probe_problems(probe, plan.release)
         if problems:
-            raise EnvBuildError(f"environment {plan.name} was built but does not work: " + "; ".join(problems),
-                                hint=f"full log: {log}")
+            raise EnvBuildError(
+                f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
+            )
         fb = " fallback" if plan.fallback else ""
         kernelspecs.write_kernelspec(
-            self.home, plan.release.kernel_name, python,
+            self.home,
+            plan.release.kernel_name,
+            python,
             display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
             metadata={"release": plan.name, "fallback": plan.fallback},
         )
         marker = {
             "release": plan.release.to_dict(),
             "fallback": plan.fallback,
-            "interpreter": {"path": plan.interpreter.path, "version": list(plan.interpreter.version),
-                            "source": plan.interpreter.source},
+            "interpreter": {
+                "path": plan.interpreter.path,
+                "version": list(plan.interpreter.version),
+                "source": plan.interpreter.source,
+            },
             "probe": probe,
             "kit_version": kit.__version__,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -279,7 +306,9 @@ class EnvManager:
         if log is not None:
             out = run_logged(argv, log, what=f"probing {env.name}", env=_plain_env(), cwd=str(env.path), timeout=300)
         else:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=_plain_env(), cwd=str(env.path), timeout=300)
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, env=_plain_env(), cwd=str(env.path), timeout=300
+            )
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
                 raise EnvBuildError(f"probe failed in {env.name}: {tail[0]}")
@@ -293,8 +322,10 @@ class EnvManager:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise EnvBuildError(f"another process is building environment {name!r}",
-                                    hint="wait for it to finish, then run the command again") from None
+                raise EnvBuildError(
+                    f"another process is building environment {name!r}",
+                    hint="wait for it to finish, then run the command again",
+                ) from None
             try:
                 yield
             finally:
@@ -343,8 +374,10 @@ def _probe_problems(probe: dict, release: Release) -> list[str]:
     if release.expected_version and not same_release(release.expected_version, probe["mxnet"]):
         problems.append(f"mxnet reports {probe['mxnet']}, expected {release.expected_version}")
     if not probe.get("forward_ok"):
-        problems.append("forward pass failed: " + str(probe.get("forward_error")
-                                                       or f"max abs error {probe.get('forward_max_abs_error')}"))
+        problems.append(
+            "forward pass failed: "
+            + str(probe.get("forward_error") or f"max abs error {probe.get('forward_max_abs_error')}")
+        )
     return problems
 
 

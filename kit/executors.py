@@ -3,6 +3,7 @@
 The registry names each executor's module and imports it when asked for (Dask only then); the
 executors themselves never import this module.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -13,6 +14,7 @@ from kit.local_executor import LocalExecutor
 
 def _dask(**options):
     from kit.dask_executor import DaskExecutor  # distributed is imported only when asked for
+
     return DaskExecutor(**options)
 
 

@@ -2,6 +2,7 @@
 
 Default ``.kit/`` at the repository root; ``MXCOMPAT_HOME`` moves it.
 """
+
 from __future__ import annotations
 
 import os

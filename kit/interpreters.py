@@ -4,6 +4,7 @@ Looked for in order: an explicit path, ``python3.X`` on PATH, pyenv's versions
 folder, conda environments. Every candidate is run once to confirm its version,
 so a pyenv shim that only prints "command not found" is skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ class Interpreter:
 def probe(executable: str | os.PathLike, source: str) -> Interpreter | None:
     """Run ``executable`` once; its real path and version, or None when it does not run."""
     try:
-        out = subprocess.run([str(executable), "-c", _PROBE], capture_output=True, text=True,
-                             timeout=30, env=_clean_env())
+        out = subprocess.run(
+            [str(executable), "-c", _PROBE], capture_output=True, text=True, timeout=30, env=_clean_env()
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -53,8 +55,12 @@ def _clean_env() -> dict:
 class InterpreterFinder:
     """Finds interpreters; every search location can be overridden (tests, odd setups)."""
 
-    def __init__(self, path: str | None = None, pyenv_root: str | os.PathLike | None = None,
-                 conda_roots: list[str | os.PathLike] | None = None):
+    def __init__(
+        self,
+        path: str | None = None,
+        pyenv_root: str | os.PathLike | None = None,
+        conda_roots: list[str | os.PathLike] | None = None,
+    ):
         self.path = os.environ.get("PATH", "") if path is None else path
         if pyenv_root is None:
             pyenv_root = os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv"
@@ -93,7 +99,9 @@ class InterpreterFinder:
             if interp is None:
                 raise UsageError(f"--python {explicit} does not run")
             if interp.minor != minor:
-                raise UsageError(f"--python {explicit} is Python {interp.minor}, but {needed_by or 'this'} needs Python {minor}")
+                raise UsageError(
+                    f"--python {explicit} is Python {interp.minor}, but {needed_by or 'this'} needs Python {minor}"
+                )
             return interp
         interp = self.find(minor)
         if interp is None:
@@ -106,8 +114,9 @@ class InterpreterFinder:
         return InterpreterNotFoundError(
             f"{who} needs Python {minor}, and none was found "
             f"(looked for python{minor} on PATH, in {self.pyenv_root / 'versions'}, and in conda environments)",
-            hint=f"install it (e.g. `pyenv install {minor}` or `conda create -n py{minor.replace('.', '')} python={minor}`), "
-                 f"or pass --python /path/to/python{minor}",
+            hint=f"install it (e.g. `pyenv install {minor}` or "
+            f"`conda create -n py{minor.replace('.', '')} python={minor}`), "
+            f"or pass --python /path/to/python{minor}",
         )
 
 

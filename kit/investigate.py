@@ -1,4 +1,5 @@
 """Running investigate.ipynb for one cell of a run, on the loading release's kernel."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,15 @@ from kit.notebooks import NOTEBOOKS, run_notebook
 from kit.runs import Run, runs_dir
 
 
-def investigate_cell(run_id: str, cell: Cell, *, runs_root: str | Path | None = None, home: KitHome | None = None,
-                     recompute: bool = False, tolerance: dict | None = None) -> dict:
+def investigate_cell(
+    run_id: str,
+    cell: Cell,
+    *,
+    runs_root: str | Path | None = None,
+    home: KitHome | None = None,
+    recompute: bool = False,
+    tolerance: dict | None = None,
+) -> dict:
     """Execute investigate.ipynb for ``cell`` of run ``run_id``; paths of the notebook and its JSON.
 
     ``recompute`` evaluates the saving release's internals now, in its own environment,
@@ -36,15 +44,33 @@ def investigate_cell(run_id: str, cell: Cell, *, runs_root: str | Path | None = 
     if recompute:
         saving = manager.ready_env(cell.saved)
         reference = str(out_dir / f"{cell.slug}.reference.npz")
-        proc = subprocess.run([str(saving.python), "-m", "kit.kernel.recompute", str(artifact), reference, cell.saved],
-                              capture_output=True, text=True, cwd=str(saving.path), timeout=600)
+        proc = subprocess.run(
+            [str(saving.python), "-m", "kit.kernel.recompute", str(artifact), reference, cell.saved],
+            capture_output=True,
+            text=True,
+            cwd=str(saving.path),
+            timeout=600,
+        )
         if proc.returncode != 0:
-            raise EnvBuildError(f"computing {cell.saved}'s internals failed: "
-                                + (proc.stderr.strip().splitlines() or ["no output"])[-1])
+            raise EnvBuildError(
+                f"computing {cell.saved}'s internals failed: " + (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            )
     notebook = out_dir / f"{cell.slug}.ipynb"
     out_json = out_dir / f"{cell.slug}.json"
-    run_notebook(NOTEBOOKS / "investigate.ipynb", notebook, f"mxnet-{cell.loaded}",
-                 {"mxnet_version": cell.loaded, "store": str(store), "model": cell.model, "api": cell.api,
-                  "saved_version": cell.saved, "tolerance": tolerance or manifest["request"].get("tolerance") or {},
-                  "reference": reference, "out_json": str(out_json)}, home=home)
+    run_notebook(
+        NOTEBOOKS / "investigate.ipynb",
+        notebook,
+        f"mxnet-{cell.loaded}",
+        {
+            "mxnet_version": cell.loaded,
+            "store": str(store),
+            "model": cell.model,
+            "api": cell.api,
+            "saved_version": cell.saved,
+            "tolerance": tolerance or manifest["request"].get("tolerance") or {},
+            "reference": reference,
+            "out_json": str(out_json),
+        },
+        home=home,
+    )
     return {"notebook": notebook, "json": out_json}

@@ -1,4 +1,5 @@
 """Jupyter kernels for the environments, in a kit-owned folder put on JUPYTER_PATH."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,9 @@ from kit.home import KitHome
 KERNEL_PREFIX = "mxnet-"
 
 
-def write_kernelspec(home: KitHome, kernel_name: str, python: str | os.PathLike, display_name: str,
-                     metadata: dict) -> Path:
+def write_kernelspec(
+    home: KitHome, kernel_name: str, python: str | os.PathLike, display_name: str, metadata: dict
+) -> Path:
     """Register ``python`` as kernel ``kernel_name``; returns the kernelspec folder."""
     folder = home.kernels / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
@@ -59,12 +61,19 @@ def jupyter_env(home: KitHome, base: dict | None = None) -> dict:
     env["JUPYTER_PATH"] = jupyter_path(home, env)
     return env
 
+
 HOST_KERNEL = "mxcompat-host"
 
 
 def ensure_host_kernel(home: KitHome) -> str:
     """Register the kit's own Python (pandas, matplotlib) as kernel ``mxcompat-host``, for the summary."""
     import sys
-    write_kernelspec(home, HOST_KERNEL, sys.executable, display_name="mxnet-compat-kit host (summary)",
-                     metadata={"release": None, "host": True})
+
+    write_kernelspec(
+        home,
+        HOST_KERNEL,
+        sys.executable,
+        display_name="mxnet-compat-kit host (summary)",
+        metadata={"release": None, "host": True},
+    )
     return HOST_KERNEL

@@ -1,4 +1,5 @@
 """The local executor: a process pool on this machine, the default."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -17,8 +18,9 @@ class LocalExecutor:
     def __init__(self, jobs: int = 1):
         self.jobs = max(1, int(jobs))
 
-    def run(self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None],
-            log_dir: str | None = None) -> list[StepResult]:
+    def run(
+        self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None], log_dir: str | None = None
+    ) -> list[StepResult]:
         steps = list(steps)
         results = []
         if not steps:
@@ -38,8 +40,10 @@ class LocalExecutor:
         # one worker runs the steps in order: it can start each next step's kernel ahead of time
         nexts = [s.kernel for s in steps[1:]] + [None] if self.jobs == 1 else [None] * len(steps)
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
-            futures = {pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s), nxt): s
-                       for s, nxt in zip(steps, nexts)}
+            futures = {
+                pool.submit(execute_step, s.to_dict(), home_root, _log_path(log_dir, s), nxt): s
+                for s, nxt in zip(steps, nexts)
+            }
             for fut in as_completed(futures):
                 try:
                     result = StepResult(**fut.result())

@@ -5,6 +5,7 @@ runs them with an executor (train steps in parallel, then reload steps, then the
 summary), records each step's outcome in the run's manifest as it finishes, and
 writes the run's reports. ``resume`` redoes only the steps that did not finish.
 """
+
 from __future__ import annotations
 
 import json
@@ -84,18 +85,27 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True) -> N
         if env.state != "ready":
             missing.append(name)
     if missing:
-        raise UsageError(f"no ready environment for {', '.join(missing)}",
-                         hint=f"create them first: mxcompat env create {' '.join(missing)}")
-    unregistered = [n for n in dict.fromkeys(req.save + req.load)
-                    if local_envs and kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
+        raise UsageError(
+            f"no ready environment for {', '.join(missing)}",
+            hint=f"create them first: mxcompat env create {' '.join(missing)}",
+        )
+    unregistered = [
+        n
+        for n in dict.fromkeys(req.save + req.load)
+        if local_envs and kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None
+    ]
     if unregistered:
-        raise UsageError(f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
-                         hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}")
+        raise UsageError(
+            f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
+            hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}",
+        )
     if not req.foreign:
         models, unknown = expand_models(req.models)
         if unknown:
-            raise UsageError(f"unknown model(s): {', '.join(unknown)}",
-                             hint=f"known: {', '.join(MODEL_NAMES)}; groups: {', '.join(MODEL_GROUPS)}")
+            raise UsageError(
+                f"unknown model(s): {', '.join(unknown)}",
+                hint=f"known: {', '.join(MODEL_NAMES)}; groups: {', '.join(MODEL_GROUPS)}",
+            )
         req.models = models
     checks = () if req.foreign else (("API", req.apis, APIS),)
     for what, given, known in checks:
@@ -112,6 +122,7 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True) -> N
 def _local_store(req: RunRequest, home: KitHome) -> Path:
     """The folder the kernels read and write: the store itself, or the local mirror of an S3 store."""
     from kit import store as store_mod
+
     opened = store_mod.open_store(req.store, home=home)
     if isinstance(opened, store_mod.S3Store):
         return store_mod.cache_for(opened, home).root
@@ -126,12 +137,15 @@ def _check_writable(store: Path) -> None:
         probe.write_text("ok")
         probe.unlink()
     except OSError as e:
-        raise UsageError(f"the store {store} cannot be written: {e.strerror or e}",
-                         hint="pick another --store, or fix its permissions") from None
+        raise UsageError(
+            f"the store {store} cannot be written: {e.strerror or e}",
+            hint="pick another --store, or fix its permissions",
+        ) from None
 
 
 def _remote(req: RunRequest, home: KitHome):
     from kit import store as store_mod
+
     if req.store and str(req.store).startswith("s3://"):
         return store_mod.open_store(req.store, home=home)
     return None
@@ -146,27 +160,65 @@ def plan(req: RunRequest, run: Run, store: Path, home: KitHome) -> list[Step]:
     models, apis = req.models or list(CORE_MODELS), req.apis or list(APIS)
     steps = []
     for release in req.save:
-        steps.append(Step(
-            id=f"train:{release}", kind="train", release=release, notebook=str(NOTEBOOKS / "train.ipynb"),
-            output=str(run.dir / "train" / f"mxnet-{release}.ipynb"), kernel=f"mxnet-{release}",
-            parameters={"mxnet_version": release, "models": models, "apis": apis, "out_dir": str(store),
-                        "overwrite": req.retrain}))
+        steps.append(
+            Step(
+                id=f"train:{release}",
+                kind="train",
+                release=release,
+                notebook=str(NOTEBOOKS / "train.ipynb"),
+                output=str(run.dir / "train" / f"mxnet-{release}.ipynb"),
+                kernel=f"mxnet-{release}",
+                parameters={
+                    "mxnet_version": release,
+                    "models": models,
+                    "apis": apis,
+                    "out_dir": str(store),
+                    "overwrite": req.retrain,
+                },
+            )
+        )
     for release in req.load:
         sources = [s for s in req.save if req.forward or _direction(s, release) != "forward"]
         if not sources:
             continue
-        steps.append(Step(
-            id=f"reload:{release}", kind="reload", release=release, notebook=str(NOTEBOOKS / "reload.ipynb"),
-            output=str(run.dir / "reload" / f"mxnet-{release}.ipynb"), kernel=f"mxnet-{release}",
-            parameters={"mxnet_version": release, "store": str(store), "saved_versions": sources, "models": models,
-                        "apis": apis, "out_dir": str(run.dir), "tolerance": req.tolerance, "forward": req.forward},
-            depends_on=[f"train:{s}" for s in sources]))
+        steps.append(
+            Step(
+                id=f"reload:{release}",
+                kind="reload",
+                release=release,
+                notebook=str(NOTEBOOKS / "reload.ipynb"),
+                output=str(run.dir / "reload" / f"mxnet-{release}.ipynb"),
+                kernel=f"mxnet-{release}",
+                parameters={
+                    "mxnet_version": release,
+                    "store": str(store),
+                    "saved_versions": sources,
+                    "models": models,
+                    "apis": apis,
+                    "out_dir": str(run.dir),
+                    "tolerance": req.tolerance,
+                    "forward": req.forward,
+                },
+                depends_on=[f"train:{s}" for s in sources],
+            )
+        )
     if not any(s.kind == "reload" for s in steps):
-        raise UsageError("nothing to check: every --load release is older than every --save release",
-                         hint="add --forward to check newer artifacts in older releases")
-    steps.append(Step(id="summary", kind="summary", release=None, notebook=str(NOTEBOOKS / "summary.ipynb"),
-                      output=str(run.dir / "summary.ipynb"), kernel=kernelspecs.HOST_KERNEL,
-                      parameters={"run_dir": str(run.dir)}, depends_on=[s.id for s in steps]))
+        raise UsageError(
+            "nothing to check: every --load release is older than every --save release",
+            hint="add --forward to check newer artifacts in older releases",
+        )
+    steps.append(
+        Step(
+            id="summary",
+            kind="summary",
+            release=None,
+            notebook=str(NOTEBOOKS / "summary.ipynb"),
+            output=str(run.dir / "summary.ipynb"),
+            kernel=kernelspecs.HOST_KERNEL,
+            parameters={"run_dir": str(run.dir)},
+            depends_on=[s.id for s in steps],
+        )
+    )
     return steps
 
 
@@ -177,9 +229,17 @@ def _direction(saved: str, loaded: str) -> str:
         return "unknown"
 
 
-def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, runs_root: str | Path | None = None,
-               executor: str = "local", scheduler: str | None = None, home: KitHome | None = None,
-               on_event: Callable[[str], None] = print) -> RunOutcome:
+def run_matrix(
+    req: RunRequest,
+    *,
+    run_id: str | None = None,
+    jobs: int = 1,
+    runs_root: str | Path | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    home: KitHome | None = None,
+    on_event: Callable[[str], None] = print,
+) -> RunOutcome:
     """Run the matrix of ``req``: with ``executor="dask"`` its steps run on the cluster at ``scheduler``."""
     home = home or KitHome()
     manager = EnvManager(home)
@@ -187,8 +247,10 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
     root = runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
     if run.exists():
-        raise UsageError(f"run {run.id} already exists in {run.dir.parent}",
-                         hint=f"resume it with --resume {run.id}, or pick another --run-id")
+        raise UsageError(
+            f"run {run.id} already exists in {run.dir.parent}",
+            hint=f"resume it with --resume {run.id}, or pick another --run-id",
+        )
     runner = _executor(executor, jobs, scheduler, req, run, on_event)  # a cluster is reached before any work
     store = _local_store(req, home)
     if executor not in REMOTE:  # with workers, the store is theirs to write
@@ -197,8 +259,13 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, jobs: int = 1, run
     try:
         steps = plan(req, run, store, home)
         manifest = {
-            "run_id": run.id, "kit_version": kit.__version__, "created_at": _now(), "request": req.to_dict(),
-            "store": str(store), "order": [s.id for s in steps], "executor": executor,
+            "run_id": run.id,
+            "kit_version": kit.__version__,
+            "created_at": _now(),
+            "request": req.to_dict(),
+            "store": str(store),
+            "order": [s.id for s in steps],
+            "executor": executor,
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
         }
         run.write_manifest(manifest)
@@ -215,9 +282,16 @@ def _executor(name: str, jobs: int, scheduler: str | None, req: RunRequest, run:
     return get_executor(name, **options)
 
 
-def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, executor: str = "local",
-           scheduler: str | None = None, home: KitHome | None = None, on_event: Callable[[str], None] = print
-           ) -> RunOutcome:
+def resume(
+    run_id: str,
+    *,
+    jobs: int = 1,
+    runs_root: str | Path | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    home: KitHome | None = None,
+    on_event: Callable[[str], None] = print,
+) -> RunOutcome:
     """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports."""
     home = home or KitHome()
     run = Run(runs_root or runs_dir(), run_id)
@@ -238,20 +312,30 @@ def resume(run_id: str, *, jobs: int = 1, runs_root: str | Path | None = None, e
         run.unlock()
 
 
-def _execute(run: Run, manifest: dict, req: RunRequest, executor, home: KitHome,
-             on_event: Callable[[str], None]) -> RunOutcome:
+def _execute(
+    run: Run, manifest: dict, req: RunRequest, executor, home: KitHome, on_event: Callable[[str], None]
+) -> RunOutcome:
     elsewhere = executor.name in REMOTE
     kernelspecs.ensure_host_kernel(home)
     store = Path(manifest["store"])
-    steps = {i: Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
-             for i in manifest["order"]}
+    steps = {
+        i: Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
+        for i in manifest["order"]
+    }
     total = len(steps)
     progress = {"done": sum(1 for i in steps if manifest["steps"][i]["status"] in ("ok", "cached"))}
 
     def record(result: StepResult) -> None:
         entry = manifest["steps"][result.id]
-        entry.update(status=result.status, seconds=result.seconds, attempts=result.attempts, error=result.error,
-                     error_type=result.error_type, deaths=result.deaths, finished_at=_now())
+        entry.update(
+            status=result.status,
+            seconds=result.seconds,
+            attempts=result.attempts,
+            error=result.error,
+            error_type=result.error_type,
+            deaths=result.deaths,
+            finished_at=_now(),
+        )
         run.write_manifest(manifest)
         progress["done"] += 1
         failed = sum(1 for e in manifest["steps"].values() if e["status"] == "failed")
@@ -272,18 +356,25 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, home: KitHome,
     in_remote = None
     if elsewhere:  # workers pull and push themselves; here only what the store already holds is asked
         from kit import store as store_mod
+
         in_remote = {(r.release, r.model, r.api) for r in store_mod.open_store(req.store).refs() if r.version is None}
         remote = None
     if remote is not None:
         from kit import store as store_mod
+
         counts = store_mod.pull(remote, store_mod.LocalStore(store), releases=req.save, models=models, apis=apis)
         on_event(f"pulled {counts['downloaded']} artifact(s) from {remote.url} ({counts['unchanged']} up to date)")
     for kind in ("train", "reload", "summary"):
-        todo = [s for s in steps.values() if s.kind == kind and manifest["steps"][s.id]["status"] not in ("ok", "cached")]
+        todo = [
+            s for s in steps.values() if s.kind == kind and manifest["steps"][s.id]["status"] not in ("ok", "cached")
+        ]
         if kind == "train":
             for s in list(todo):
-                complete = (all((s.release, m, a) in in_remote for m in models for a in apis) if in_remote is not None
-                            else _artifacts_complete(store, s.release, models, apis))
+                complete = (
+                    all((s.release, m, a) in in_remote for m in models for a in apis)
+                    if in_remote is not None
+                    else _artifacts_complete(store, s.release, models, apis)
+                )
                 if not req.retrain and complete:
                     record(StepResult(s.id, "cached", 0.0))
                     todo.remove(s)
@@ -292,6 +383,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, home: KitHome,
         executor.run(todo, str(home.root), record, log_dir=str(run.dir / "logs"))
         if kind == "train" and remote is not None:
             from kit import store as store_mod
+
             counts = store_mod.push(store_mod.LocalStore(store), remote, releases=req.save, models=models, apis=apis)
             on_event(f"pushed {counts['uploaded']} artifact(s) to {remote.url} ({counts['unchanged']} already there)")
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
@@ -317,8 +409,15 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
     else:
         code = EXIT_OK
     reports.write_all(run.dir, records, split, manifest, code)
-    return RunOutcome(run.id, run.dir, code, counts, failed_steps,
-                      [cell_id(r) for r in split["failures"]], [cell_id(r) for r, _ in split["allowed"]])
+    return RunOutcome(
+        run.id,
+        run.dir,
+        code,
+        counts,
+        failed_steps,
+        [cell_id(r) for r in split["failures"]],
+        [cell_id(r) for r, _ in split["allowed"]],
+    )
 
 
 def parse_tolerance(text: str | None) -> dict:
@@ -326,6 +425,7 @@ def parse_tolerance(text: str | None) -> dict:
     if not text:
         return {}
     import yaml
+
     path = Path(text)
     try:
         data = yaml.safe_load(path.read_text()) if path.is_file() else json.loads(text)

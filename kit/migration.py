@@ -5,6 +5,7 @@ one column per 2.0 release; a cell gives the verdicts and the load path the reco
 names. Cells whose API the saving release lacks are left out: a 1.0 release never
 saved with ``save_parameters``, so there is nothing to migrate.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,8 +26,13 @@ def is_2x(release: str) -> bool:
 
 def _migrating(records: list[dict]) -> list[dict]:
     """Records of a 1.x artifact the saving release actually wrote, loaded in a 2.0 release."""
-    return [r for r in records if is_2x(r["loaded_with"]) and not is_2x(r["saved_with"])
-            and not (r["verdict"] == "unsupported" and (r.get("reason") or "").startswith("saving release"))]
+    return [
+        r
+        for r in records
+        if is_2x(r["loaded_with"])
+        and not is_2x(r["saved_with"])
+        and not (r["verdict"] == "unsupported" and (r.get("reason") or "").startswith("saving release"))
+    ]
 
 
 def _sort_key(release: str):
@@ -74,6 +80,7 @@ def table(records: list[dict], detail: bool = False) -> pd.DataFrame:
     def order(key):
         parts = dict(zip(keys, key))
         return (parts.get("model", ""), _api_order(parts["api"]), _sort_key(parts["saved_with"]))
+
     rows = []
     for key in sorted(groups, key=order):
         row = dict(zip(keys, key))

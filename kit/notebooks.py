@@ -1,4 +1,5 @@
 """Executing a notebook on a release's kernel with papermill."""
+
 from __future__ import annotations
 
 import os
@@ -27,6 +28,7 @@ def prestart(kernel_name: str, home: KitHome | None = None) -> None:
         return
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
+
     home = home or KitHome()
     old = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = kernelspecs.jupyter_path(home)
@@ -45,15 +47,24 @@ def prestart(kernel_name: str, home: KitHome | None = None) -> None:
 
 def _take_warm(kernel_name: str):
     from jupyter_core.utils import run_sync
+
     km = _WARM.pop(kernel_name, None)
     if km is not None and not run_sync(km.is_alive)():
         return None
     return km
 
 
-def run_notebook(notebook: str | Path, output: str | Path, kernel_name: str, parameters: dict, *,
-                 home: KitHome | None = None, cwd: str | Path | None = None, start_timeout: int = 180,
-                 execution_timeout: int | None = None):
+def run_notebook(
+    notebook: str | Path,
+    output: str | Path,
+    kernel_name: str,
+    parameters: dict,
+    *,
+    home: KitHome | None = None,
+    cwd: str | Path | None = None,
+    start_timeout: int = 180,
+    execution_timeout: int | None = None,
+):
     """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
 
     The executed copy records the kernel it ran on, so opening it in Jupyter picks
@@ -69,13 +80,20 @@ def run_notebook(notebook: str | Path, output: str | Path, kernel_name: str, par
     extra = {"km": km} if km is not None else {}
     try:
         return papermill.execute_notebook(
-            str(notebook), str(output), parameters=parameters, kernel_name=kernel_name,
-            cwd=str(cwd) if cwd else None, progress_bar=False, start_timeout=start_timeout,
-            execution_timeout=execution_timeout, **extra,
+            str(notebook),
+            str(output),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            cwd=str(cwd) if cwd else None,
+            progress_bar=False,
+            start_timeout=start_timeout,
+            execution_timeout=execution_timeout,
+            **extra,
         )
     finally:
         if km is not None:  # nbclient leaves a kernel it did not start running
             from jupyter_core.utils import run_sync
+
             try:
                 run_sync(km.shutdown_kernel)(now=True)
             except Exception:  # noqa: BLE001 - it may have died already
@@ -92,6 +110,9 @@ def _record_kernel(output: Path, home: KitHome, kernel_name: str) -> None:
         return
     spec = kernelspecs.read_kernelspec(home, kernel_name) or {}
     nb = nbformat.read(output, as_version=4)
-    nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": spec.get("display_name", kernel_name),
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": kernel_name,
+        "display_name": spec.get("display_name", kernel_name),
+        "language": "python",
+    }
     nbformat.write(nb, output)

@@ -1,4 +1,5 @@
 """Reading a run's records on the host, and what they mean for the run's exit code."""
+
 from __future__ import annotations
 
 import datetime as dt

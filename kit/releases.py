@@ -4,6 +4,7 @@ The Python, numpy pins and quirks below were measured on Linux x86_64 with the
 CPU wheels from PyPI (see DESIGN.md). A user can add a release candidate or a
 local build under a name of their choosing with :func:`custom_release`.
 """
+
 from __future__ import annotations
 
 import re
@@ -98,42 +99,87 @@ def _table_release(name, python, numpy, quirks=(), fallback=True):
     )
 
 
-_PY36_QUIRKS = ("no SymbolBlock.imports: exports reload through SymbolBlock(sym.load(...)) + load_params",
-                "no Block.save_parameters")
+_PY36_QUIRKS = (
+    "no SymbolBlock.imports: exports reload through SymbolBlock(sym.load(...)) + load_params",
+    "no Block.save_parameters",
+)
 _MKLDNN = "turns on the MKLDNN subgraph backend on the Module path"
-_GLUON2 = ("Gluon 2.0: forward instead of hybrid_forward, no prefix=/name_scope(), structural parameter names; "
-           "the zoo runs as its Gluon 2.0 port (kit/kernel/zoo_gluon2.py)",
-           "no mx.mod and no save_params/load_params: 1.x Module checkpoints load through SymbolBlock.imports",
-           "needs numpy<1.24 (np.bool)", "needs libquadmath")
+_GLUON2 = (
+    "Gluon 2.0: forward instead of hybrid_forward, no prefix=/name_scope(), structural parameter names; "
+    "the zoo runs as its Gluon 2.0 port (kit/kernel/zoo_gluon2.py)",
+    "no mx.mod and no save_params/load_params: 1.x Module checkpoints load through SymbolBlock.imports",
+    "needs numpy<1.24 (np.bool)",
+    "needs libquadmath",
+)
 
 RELEASES: dict[str, Release] = {
     r.name: r
     for r in (
-        _table_release("0.11.0", "3.6", "1.13.3", (
-            "no HybridBlock.export: gluon models are saved with save_params and as Module checkpoints",
-            "no SymbolBlock.imports, no gluon transforms, no model_zoo MobileNet", "Sequential.add takes one block",
-            "0.12.0/0.12.1 are left out: their wheels need libgfortran.so.3 (GCC 6), which Debian 12 does not "
-            "package (only libgfortran5)"), fallback=False),
+        _table_release(
+            "0.11.0",
+            "3.6",
+            "1.13.3",
+            (
+                "no HybridBlock.export: gluon models are saved with save_params and as Module checkpoints",
+                "no SymbolBlock.imports, no gluon transforms, no model_zoo MobileNet",
+                "Sequential.add takes one block",
+                "0.12.0/0.12.1 are left out: their wheels need libgfortran.so.3 (GCC 6), which Debian 12 does not "
+                "package (only libgfortran5)",
+            ),
+            fallback=False,
+        ),
         _table_release("1.0.0.post4", "3.6", "1.13.3", _PY36_QUIRKS + ("no gluon data transforms",)),
         _table_release("1.1.0", "3.6", "1.13.3", _PY36_QUIRKS),
-        _table_release("1.2.1", "3.7", "1.14.6",
-                       ("SyntaxError on Python 3.8+: no host-Python fallback",
-                        "parameter-less exports reload only with param_file=None"), fallback=False),
+        _table_release(
+            "1.2.1",
+            "3.7",
+            "1.14.6",
+            (
+                "SyntaxError on Python 3.8+: no host-Python fallback",
+                "parameter-less exports reload only with param_file=None",
+            ),
+            fallback=False,
+        ),
         _table_release("1.3.1", "3.7", "1.14.6", ("parameter-less exports reload only with param_file=None",)),
         _table_release("1.4.1", "3.7", "1.14.6", ("parameter-less exports reload only with param_file=None",)),
         _table_release("1.5.1", "3.11", "1.23.5", ("also runs on Python 3.12 with numpy 1.26.4",), fallback=False),
         _table_release("1.6.0", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "imports distutils"), fallback=False),
-        _table_release("1.7.0.post2", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN,
-                                                          "mx.__version__ reports 1.7.0"), fallback=False),
-        _table_release("1.8.0.post0", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN,
-                                                          "mx.__version__ reports 1.8.0"), fallback=False),
-        _table_release("1.9.1", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN),
-                       fallback=False),
-        _table_release("2.0.0a0", "3.11", "1.23.5", _GLUON2 + (
-            "mx.__version__ reports 2.0.0", "numpy semantics start off (the kit turns them on, as 2.0 scripts do)",
-            "no SoftmaxOutput operator: 1.x graphs with a SoftmaxOutput head do not load"), fallback=False),
-        _table_release("2.0.0b1", "3.11", "1.23.5", _GLUON2 + (
-            "mx.__version__ reports 2.0.0beta1", "numpy semantics start on"), fallback=False),
+        _table_release(
+            "1.7.0.post2",
+            "3.11",
+            "1.23.5",
+            ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN, "mx.__version__ reports 1.7.0"),
+            fallback=False,
+        ),
+        _table_release(
+            "1.8.0.post0",
+            "3.11",
+            "1.23.5",
+            ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN, "mx.__version__ reports 1.8.0"),
+            fallback=False,
+        ),
+        _table_release(
+            "1.9.1", "3.11", "1.23.5", ("needs numpy<1.24 (np.bool)", "needs libquadmath", _MKLDNN), fallback=False
+        ),
+        _table_release(
+            "2.0.0a0",
+            "3.11",
+            "1.23.5",
+            _GLUON2
+            + (
+                "mx.__version__ reports 2.0.0",
+                "numpy semantics start off (the kit turns them on, as 2.0 scripts do)",
+                "no SoftmaxOutput operator: 1.x graphs with a SoftmaxOutput head do not load",
+            ),
+            fallback=False,
+        ),
+        _table_release(
+            "2.0.0b1",
+            "3.11",
+            "1.23.5",
+            _GLUON2 + ("mx.__version__ reports 2.0.0beta1", "numpy semantics start on"),
+            fallback=False,
+        ),
     )
 }
 
@@ -149,15 +195,18 @@ def get(name: str) -> Release:
     except KeyError:
         raise UnknownReleaseError(
             f"unknown MXNet release {name!r}",
-            hint="known releases: " + ", ".join(known_names())
+            hint="known releases: "
+            + ", ".join(known_names())
             + "; add a release candidate or local build with --name NAME --wheel PATH or --spec 'mxnet==X'",
         ) from None
 
 
 def check_name(name: str) -> str:
     if not _NAME.match(name or ""):
-        raise UsageError(f"invalid environment name {name!r}",
-                         hint="use letters, digits, '.', '_', '+' and '-', starting with a letter or digit")
+        raise UsageError(
+            f"invalid environment name {name!r}",
+            hint="use letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
+        )
     return name
 
 
@@ -185,13 +234,22 @@ def version_from_spec(spec: str) -> str | None:
         return None
 
 
-def custom_release(name: str, *, python: str, wheel: str | None = None, spec: str | None = None,
-                   pins: tuple[str, ...] = (), expected_version: str | None = None) -> Release:
+def custom_release(
+    name: str,
+    *,
+    python: str,
+    wheel: str | None = None,
+    spec: str | None = None,
+    pins: tuple[str, ...] = (),
+    expected_version: str | None = None,
+) -> Release:
     """A release the table does not know: a local wheel or any pip requirement."""
     check_name(name)
     if name in RELEASES:
-        raise UsageError(f"{name!r} is a release in the table",
-                         hint="pick another --name for a custom build, or create the table's release without --wheel/--spec")
+        raise UsageError(
+            f"{name!r} is a release in the table",
+            hint="pick another --name for a custom build, or create the table's release without --wheel/--spec",
+        )
     if bool(wheel) == bool(spec):
         raise UsageError("a custom release needs exactly one of --wheel PATH or --spec 'mxnet==X'")
     if not re.match(r"^3\.\d+$", python or ""):

@@ -13,6 +13,7 @@ A worker's kit home: ``MXCOMPAT_WORKER_HOME`` (``{name}`` is replaced by the wor
 name, so workers on one machine can act as separate machines), else
 ``MXCOMPAT_HOME``, else the default.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,6 +43,7 @@ BUILD_WAIT_SECONDS = 1800
 def worker_name() -> str:
     try:
         from distributed import get_worker
+
         return str(get_worker().name)
     except (ImportError, ValueError):
         return "local"
@@ -105,15 +107,26 @@ def run_step_process(step: dict, home: KitHome, log_path: Path) -> dict:
         json.dump(step, f)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        proc = subprocess.run([sys.executable, "-m", "kit.steps", f.name, str(home.root), str(log_path)],
-                              capture_output=True, text=True, env=env, preexec_fn=_die_with_parent)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kit.steps", f.name, str(home.root), str(log_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
     finally:
         os.unlink(f.name)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        return {"id": step["id"], "status": "failed", "seconds": 0.0, "attempts": 1,
-                "error": f"step process exited {proc.returncode}: {proc.stderr.strip()[-2000:]}",
-                "error_type": "StepProcessDied", "deaths": 0}
+        return {
+            "id": step["id"],
+            "status": "failed",
+            "seconds": 0.0,
+            "attempts": 1,
+            "error": f"step process exited {proc.returncode}: {proc.stderr.strip()[-2000:]}",
+            "error_type": "StepProcessDied",
+            "deaths": 0,
+        }
     return json.loads(lines[-1])
 
 
@@ -153,8 +166,11 @@ def run_remote(task: dict) -> dict:
     scratch = home.root / "dask-runs" / task["run_id"] / f"{step_key}-{attempt}"
     scratch.mkdir(parents=True)
     # announced first: an attempt lost with its worker still counts in the step's attempts
-    announce = {"worker": worker_name(), "home": str(home.root),
-                "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    announce = {
+        "worker": worker_name(),
+        "home": str(home.root),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(announce).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
     params = dict(step["parameters"])
@@ -166,13 +182,27 @@ def run_remote(task: dict) -> dict:
     if mirror is not remote:
         sources = [release] if kind == "train" else params["saved_versions"]
         pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis)["downloaded"]
-    local = dict(step, parameters=params, output=str(scratch / task["output_rel"]),
-                 notebook=str(NOTEBOOKS / task["notebook_name"]))
+    local = dict(
+        step,
+        parameters=params,
+        output=str(scratch / task["output_rel"]),
+        notebook=str(NOTEBOOKS / task["notebook_name"]),
+    )
     result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
         pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis)["uploaded"]
     prefix = f"{store_mod.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
-    return {"result": result, "prefix": prefix, "files": files, "worker": worker_name(), "home": str(home.root),
-            "attempt": attempt, "built_env": built, "pulled": pulled, "pushed": pushed, "seconds": round(time.monotonic() - started, 2)}
+    return {
+        "result": result,
+        "prefix": prefix,
+        "files": files,
+        "worker": worker_name(),
+        "home": str(home.root),
+        "attempt": attempt,
+        "built_env": built,
+        "pulled": pulled,
+        "pushed": pushed,
+        "seconds": round(time.monotonic() - started, 2),
+    }

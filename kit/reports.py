@@ -1,4 +1,5 @@
 """A run's reports: the records as CSV, JUnit XML (one case per cell), Markdown, the summary as HTML."""
+
 from __future__ import annotations
 
 import csv
@@ -8,10 +9,30 @@ from xml.etree import ElementTree as ET
 from kit import migration
 from kit.records import cell_id, is_failure
 
-COLUMNS = ["saved_with", "model", "api", "loaded_with", "direction", "verdict", "allowed", "reason", "load_path",
-           "load_attempts", "max_abs",
-           "max_rel", "ulp_max", "frac_out_of_tolerance", "top1_agreement", "cosine_min", "load_seconds",
-           "infer_seconds", "error_type", "notebook", "record_file"]
+EXIT_MEANINGS = {0: "compatible", 1: "regressions found"}
+COLUMNS = [
+    "saved_with",
+    "model",
+    "api",
+    "loaded_with",
+    "direction",
+    "verdict",
+    "allowed",
+    "reason",
+    "load_path",
+    "load_attempts",
+    "max_abs",
+    "max_rel",
+    "ulp_max",
+    "frac_out_of_tolerance",
+    "top1_agreement",
+    "cosine_min",
+    "load_seconds",
+    "infer_seconds",
+    "error_type",
+    "notebook",
+    "record_file",
+]
 
 
 def notebook_of(run_dir: Path, rec: dict) -> str:
@@ -23,19 +44,33 @@ def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict
     rows = []
     for rec in records:
         s = rec.get("summary") or {}
-        rows.append({
-            "saved_with": rec["saved_with"], "model": rec["model"], "api": rec["api"],
-            "loaded_with": rec["loaded_with"], "direction": rec["direction"], "verdict": rec["verdict"],
-            "allowed": cell_id(rec) in allowed_ids, "reason": rec.get("reason"), "load_path": rec.get("load_path"),
-            "load_attempts": "; ".join(f"{a['path']}: {a.get('headline') or a.get('error')}"
-                                       for a in rec.get("load_attempts") or []),
-            "max_abs": s.get("max_abs"),
-            "max_rel": s.get("max_rel"), "ulp_max": s.get("ulp_max"),
-            "frac_out_of_tolerance": s.get("frac_out_of_tolerance"), "top1_agreement": s.get("top1_agreement"),
-            "cosine_min": s.get("cosine_min"), "load_seconds": rec.get("load_seconds"),
-            "infer_seconds": rec.get("infer_seconds"), "error_type": rec.get("error_type"),
-            "notebook": notebook_of(run_dir, rec), "record_file": rec.get("record_file"),
-        })
+        rows.append(
+            {
+                "saved_with": rec["saved_with"],
+                "model": rec["model"],
+                "api": rec["api"],
+                "loaded_with": rec["loaded_with"],
+                "direction": rec["direction"],
+                "verdict": rec["verdict"],
+                "allowed": cell_id(rec) in allowed_ids,
+                "reason": rec.get("reason"),
+                "load_path": rec.get("load_path"),
+                "load_attempts": "; ".join(
+                    f"{a['path']}: {a.get('headline') or a.get('error')}" for a in rec.get("load_attempts") or []
+                ),
+                "max_abs": s.get("max_abs"),
+                "max_rel": s.get("max_rel"),
+                "ulp_max": s.get("ulp_max"),
+                "frac_out_of_tolerance": s.get("frac_out_of_tolerance"),
+                "top1_agreement": s.get("top1_agreement"),
+                "cosine_min": s.get("cosine_min"),
+                "load_seconds": rec.get("load_seconds"),
+                "infer_seconds": rec.get("infer_seconds"),
+                "error_type": rec.get("error_type"),
+                "notebook": notebook_of(run_dir, rec),
+                "record_file": rec.get("record_file"),
+            }
+        )
     return rows
 
 
@@ -56,9 +91,13 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
         suite = ET.SubElement(root, "testsuite", name=api, tests=str(len(cells)))
         failures = skipped = 0
         for row, rec in cells:
-            case = ET.SubElement(suite, "testcase", classname=f"{api}.{row['model']}",
-                                 name=f"{row['saved_with']} -> {row['loaded_with']}",
-                                 time=str((row["load_seconds"] or 0) + (row["infer_seconds"] or 0)))
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{api}.{row['model']}",
+                name=f"{row['saved_with']} -> {row['loaded_with']}",
+                time=str((row["load_seconds"] or 0) + (row["infer_seconds"] or 0)),
+            )
             message = f"{row['verdict']}: {row['reason'] or ''}".strip()
             if is_failure(rec) and not row["allowed"]:
                 failures += 1
@@ -86,14 +125,23 @@ def _fmt(x) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
-def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int,
-                   records: list[dict] = ()) -> None:
+def write_markdown(
+    path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int, records: list[dict] = ()
+) -> None:
     req = manifest["request"]
-    lines = [f"# MXNet compatibility run `{manifest['run_id']}`", "",
-             f"- saved with: {', '.join(req['save'])}", f"- loaded with: {', '.join(req['load'])}",
-             f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
-             f"- exit code: {exit_code} ({'compatible' if exit_code == 0 else 'regressions found' if exit_code == 1 else 'a step broke'})",
-             "", "## Verdicts", "", "| direction | verdict | cells |", "|---|---|---|"]
+    lines = [
+        f"# MXNet compatibility run `{manifest['run_id']}`",
+        "",
+        f"- saved with: {', '.join(req['save'])}",
+        f"- loaded with: {', '.join(req['load'])}",
+        f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
+        f"- exit code: {exit_code} ({EXIT_MEANINGS.get(exit_code, 'a step broke')})",
+        "",
+        "## Verdicts",
+        "",
+        "| direction | verdict | cells |",
+        "|---|---|---|",
+    ]
     counts: dict = {}
     for r in rows:
         counts[(r["direction"], r["verdict"])] = counts.get((r["direction"], r["verdict"]), 0) + 1
@@ -102,13 +150,24 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
     if split["allowed"]:
-        lines += ["", "## Allowed (known incompatibilities)", "", "| cell | verdict | reason | expires |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "## Allowed (known incompatibilities)",
+            "",
+            "| cell | verdict | reason | expires |",
+            "|---|---|---|---|",
+        ]
         lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
     migrating = migration.markdown(list(records))
     if migrating:
-        lines += ["", "## Migrating to MXNet 2.0 (1.x artifacts loaded in 2.0, verdicts over the models and the "
-                  "load path used)", ""] + migrating
-    forward = [r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close", "unsupported")]
+        lines += [
+            "",
+            "## Migrating to MXNet 2.0 (1.x artifacts loaded in 2.0, verdicts over the models and the load path used)",
+            "",
+        ] + migrating
+    forward = [
+        r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close", "unsupported")
+    ]
     if forward:
         lines += ["", "## Forward direction (newer artifacts in older releases, reported apart)", ""]
         lines += _cell_table(forward)
@@ -117,8 +176,10 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
         lines += ["", "## Steps that broke", ""]
         for i in broken:
             last = ((manifest["steps"][i].get("error") or "").strip().splitlines() or [""])[-1]
-            lines.append(f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
-                         f"log: `logs/{i.replace(':', '-')}.log`)")
+            lines.append(
+                f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
+                f"log: `logs/{i.replace(':', '-')}.log`)"
+            )
     again = f"mxcompat run --save {','.join(req['save'])} --load {','.join(req['load'])}"
     for flag, values in (("--models", req.get("models")), ("--apis", req.get("apis"))):
         if values:
@@ -130,17 +191,23 @@ def write_markdown(path: Path, rows: list[dict], split: dict, manifest: dict, ex
 
 
 def _cell_table(rows: list[dict]) -> list[str]:
-    out = ["| model | api | saved | loaded | verdict | max abs | reason | notebook |", "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| model | api | saved | loaded | verdict | max abs | reason | notebook |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         reason = (r["reason"] or "").replace("|", "\\|").replace("\n", " ")[:160]
-        out.append(f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
-                   f"{_fmt(r['max_abs'])} | {reason} | `{Path(r['notebook']).name}` |")
+        out.append(
+            f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
+            f"{_fmt(r['max_abs'])} | {reason} | `{Path(r['notebook']).name}` |"
+        )
     return out
 
 
 def write_html(notebook: Path, html: Path) -> None:
     from nbconvert import HTMLExporter
     import nbformat
+
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
     html.write_text(body)
 

@@ -1,4 +1,5 @@
 """A run's folder under runs/: executed notebooks, records, reports and the run's own manifest."""
+
 from __future__ import annotations
 
 import fcntl
@@ -54,8 +55,9 @@ class Run:
         except BlockingIOError:
             self._lock_file.close()
             self._lock_file = None
-            raise UsageError(f"run {self.id} is in progress in another process",
-                             hint="wait for it, or pick another --run-id") from None
+            raise UsageError(
+                f"run {self.id} is in progress in another process", hint="wait for it, or pick another --run-id"
+            ) from None
 
     def unlock(self) -> None:
         if self._lock_file is not None:

@@ -3,6 +3,7 @@
 A step's inputs and outputs live in the store and the run folder, so the same
 step can run in a local process or on another machine.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +13,14 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-RETRYABLE = ("Kernel died before replying", "Kernel didn't respond", "Address already in use",
-             "Timeout waiting for kernel", "Kernel not responding", "Kernel died")
+RETRYABLE = (
+    "Kernel died before replying",
+    "Kernel didn't respond",
+    "Address already in use",
+    "Timeout waiting for kernel",
+    "Kernel not responding",
+    "Kernel died",
+)
 ATTEMPTS = 3
 
 
@@ -49,6 +56,7 @@ class StepResult:
 def is_retryable(exc: BaseException) -> bool:
     """Kernel start failures of parallel runs (port races, slow starts) are retried; cell errors are not."""
     from papermill.exceptions import PapermillExecutionError
+
     if isinstance(exc, PapermillExecutionError):
         return False
     text = f"{type(exc).__name__}: {exc}"
@@ -94,6 +102,7 @@ MAX_KERNEL_DEATHS = 50
 def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict:
     from kit.home import KitHome
     from kit.notebooks import prestart, run_notebook
+
     os.environ.pop("MPLBACKEND", None)  # a kernel with MPLBACKEND=Agg would leave notebooks without figures
     for name in [k for k in os.environ if k.startswith("AWS_")]:
         os.environ.pop(name)  # kernels never need S3 credentials: the host moves artifacts
@@ -107,14 +116,16 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
     while True:
         attempt += 1
         try:
-            run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"],
-                         home=KitHome(home_root))
-            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt,
-                              deaths=deaths).to_dict()
+            run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"], home=KitHome(home_root))
+            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths).to_dict()
         except Exception as e:  # every failure is reported; kernel start races are retried
             last = e
-            if step["kind"] == "reload" and is_dead_kernel(e) and deaths < MAX_KERNEL_DEATHS \
-                    and record_dead_kernel(step, e, deaths + 1):
+            if (
+                step["kind"] == "reload"
+                and is_dead_kernel(e)
+                and deaths < MAX_KERNEL_DEATHS
+                and record_dead_kernel(step, e, deaths + 1)
+            ):
                 deaths += 1
                 attempt -= 1
                 step["parameters"]["skip_recorded"] = True  # go on after the artifact that killed it
@@ -125,8 +136,15 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
     message = str(last).strip()
     if not message:
         message = traceback.format_exception_only(type(last), last)[-1].strip()
-    return StepResult(step["id"], "failed", round(time.monotonic() - started, 2), attempt,
-                      error=message[-4000:], error_type=type(last).__name__, deaths=deaths).to_dict()
+    return StepResult(
+        step["id"],
+        "failed",
+        round(time.monotonic() - started, 2),
+        attempt,
+        error=message[-4000:],
+        error_type=type(last).__name__,
+        deaths=deaths,
+    ).to_dict()
 
 
 def is_dead_kernel(exc: BaseException) -> bool:
@@ -141,6 +159,7 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
 
     from kit.common import artifacts
     from kit.common.versions import direction
+
     records = Path(step["parameters"]["out_dir"]) / "records"
     marker = records / (artifacts.INFLIGHT % step["release"])
     if not marker.exists():
@@ -153,13 +172,29 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     verdict = "infer-error" if info["phase"] == "infer" else "load-error"
     doing = "inferring" if info["phase"] == "infer" else "loading"
     message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
-    rec = {"schema": 1, "saved_with": info["saved_with"], "model": info["model"], "api": info["api"],
-           "loaded_with": info["loaded_with"], "direction": where, "artifact": info["artifact"], "verdict": verdict,
-           "reason": message, "error_type": "KernelDied", "error": message, "traceback": None,
-           "load_seconds": None, "infer_seconds": None, "cases": {}, "kernel_died": True, "loaded_fingerprint": None,
-           "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    artifacts.write_json_atomic(str(records / artifacts.record_name(info["saved_with"], info["model"], info["api"],
-                                                          info["loaded_with"])), rec)
+    rec = {
+        "schema": 1,
+        "saved_with": info["saved_with"],
+        "model": info["model"],
+        "api": info["api"],
+        "loaded_with": info["loaded_with"],
+        "direction": where,
+        "artifact": info["artifact"],
+        "verdict": verdict,
+        "reason": message,
+        "error_type": "KernelDied",
+        "error": message,
+        "traceback": None,
+        "load_seconds": None,
+        "infer_seconds": None,
+        "cases": {},
+        "kernel_died": True,
+        "loaded_fingerprint": None,
+        "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    artifacts.write_json_atomic(
+        str(records / artifacts.record_name(info["saved_with"], info["model"], info["api"], info["loaded_with"])), rec
+    )
     marker.unlink()
     output = Path(step["output"])
     if output.exists():  # keep the executed notebook of the attempt the kernel died in
@@ -174,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     (no AWS credentials, its own stdout) never touches the worker's.
     """
     import json
+
     args = sys.argv[1:] if argv is None else argv
     with open(args[0]) as f:
         step = json.load(f)

@@ -12,6 +12,7 @@ hashes as the manifest says: uploads write the manifest last (and remove an old 
 first), downloads are verified in a staging folder before they are renamed into
 place, so an interrupted transfer never leaves a half artifact that looks complete.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -93,9 +94,11 @@ class LocalStore:
     def refs(self) -> list[Ref]:
         if not self.root.is_dir():
             return []
-        rels = (str(p.relative_to(self.root)) for p in self.root.rglob(artifacts.MANIFEST)
-                if not any(part.startswith(".") and part != artifacts.VERSIONS
-                           for part in p.relative_to(self.root).parts))
+        rels = (
+            str(p.relative_to(self.root))
+            for p in self.root.rglob(artifacts.MANIFEST)
+            if not any(part.startswith(".") and part != artifacts.VERSIONS for part in p.relative_to(self.root).parts)
+        )
         return _refs_from_manifest_paths(rels)
 
     def path(self, ref: Ref) -> Path:
@@ -143,8 +146,9 @@ class LocalStore:
     def list_blobs(self, prefix: str) -> list[str]:
         """Paths of the files under ``prefix`` (relative to the store root)."""
         base = self.root / prefix
-        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()) \
-            if base.is_dir() else []
+        return (
+            sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        )
 
 
 class S3Store:
@@ -152,9 +156,16 @@ class S3Store:
 
     scheme = "s3"
 
-    def __init__(self, url: str, *, endpoint_url: str | None = None, anonymous: bool | None = None,
-                 public_read: bool = False, attempts: int = 3):
-        bucket, _, prefix = url[len("s3://"):].partition("/")
+    def __init__(
+        self,
+        url: str,
+        *,
+        endpoint_url: str | None = None,
+        anonymous: bool | None = None,
+        public_read: bool = False,
+        attempts: int = 3,
+    ):
+        bucket, _, prefix = url[len("s3://") :].partition("/")
         if not bucket:
             raise UsageError(f"not an S3 store URL: {url!r}", hint="use s3://bucket/prefix")
         self.url, self.bucket, self.prefix = url, bucket, prefix.strip("/")
@@ -166,12 +177,17 @@ class S3Store:
         import boto3
         from botocore import UNSIGNED
         from botocore.config import Config
+
         session = boto3.session.Session()
         if anonymous is None:
             anonymous = session.get_credentials() is None
         self.anonymous = anonymous
-        config = Config(retries={"max_attempts": attempts, "mode": "standard"}, connect_timeout=3, read_timeout=30,
-                        signature_version=UNSIGNED if anonymous else None)
+        config = Config(
+            retries={"max_attempts": attempts, "mode": "standard"},
+            connect_timeout=3,
+            read_timeout=30,
+            signature_version=UNSIGNED if anonymous else None,
+        )
         return session.client("s3", endpoint_url=self.endpoint_url, config=config)
 
     def key(self, rel: str) -> str:
@@ -179,15 +195,20 @@ class S3Store:
 
     def _call(self, what: str, fn, **kwargs):
         from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             return fn(**kwargs)
         except ClientError as e:
             code = e.response.get("Error", {}).get("Code")
-            raise StoreError(f"S3 {what} refused for {self.url} ({code}): {e}",
-                             hint="check the bucket name, the credentials (none: anonymous), and --public-read") from None
+            raise StoreError(
+                f"S3 {what} refused for {self.url} ({code}): {e}",
+                hint="check the bucket name, the credentials (none: anonymous), and --public-read",
+            ) from None
         except BotoCoreError as e:
-            raise StoreError(f"S3 {what} failed for {self.url} at {self.endpoint_url or 'AWS'}: {e}",
-                             hint="is the endpoint up and reachable? (retried with bounded attempts)") from None
+            raise StoreError(
+                f"S3 {what} failed for {self.url} at {self.endpoint_url or 'AWS'}: {e}",
+                hint="is the endpoint up and reachable? (retried with bounded attempts)",
+            ) from None
 
     def refs(self) -> list[Ref]:
         """Artifacts in the bucket: by listing, or from ``index.json`` when an anonymous reader may not list."""
@@ -199,8 +220,10 @@ class S3Store:
         try:
             index = json.loads(self.get_bytes(INDEX))
         except (StoreError, ValueError):
-            raise StoreError(f"{self.url} can neither be listed nor has a readable {INDEX} for anonymous readers",
-                             hint="push with --public-read (it uploads a public index), or use credentials") from None
+            raise StoreError(
+                f"{self.url} can neither be listed nor has a readable {INDEX} for anonymous readers",
+                hint="push with --public-read (it uploads a public index), or use credentials",
+            ) from None
         return _refs_from_manifest_paths(f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", []))
 
     def _listed_refs(self) -> list[Ref]:
@@ -235,8 +258,9 @@ class S3Store:
 
     def _put(self, rel: str, body: bytes) -> None:
         extra = {"ACL": "public-read"} if self.public_read else {}
-        self._call(f"upload of {rel}", self.client.put_object, Bucket=self.bucket, Key=self.key(rel), Body=body,
-                   **extra)
+        self._call(
+            f"upload of {rel}", self.client.put_object, Bucket=self.bucket, Key=self.key(rel), Body=body, **extra
+        )
 
     def upload(self, ref: Ref, folder: Path) -> None:
         """Upload one artifact: files to temporary keys, then into place, manifest last."""
@@ -248,12 +272,19 @@ class S3Store:
         for name in names + [artifacts.MANIFEST]:
             self._put(f"{staging}/{name}", (folder / name).read_bytes())
         # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
-        self._call("delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}"))
+        self._call(
+            "delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}")
+        )
         extra = {"ACL": "public-read"} if self.public_read else {}
         for name in names + [artifacts.MANIFEST]:
-            self._call(f"commit of {ref.rel}/{name}", self.client.copy_object, Bucket=self.bucket,
-                       Key=self.key(f"{ref.rel}/{name}"),
-                       CopySource={"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")}, **extra)
+            self._call(
+                f"commit of {ref.rel}/{name}",
+                self.client.copy_object,
+                Bucket=self.bucket,
+                Key=self.key(f"{ref.rel}/{name}"),
+                CopySource={"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")},
+                **extra,
+            )
         for name in names + [artifacts.MANIFEST]:
             self._call("cleanup", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{staging}/{name}"))
 
@@ -274,8 +305,10 @@ class S3Store:
                     bad.append(name)
                 (staged / name).write_bytes(data)
             if bad:
-                raise StoreError(f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
-                                 hint="the object was changed after upload; nothing was written locally")
+                raise StoreError(
+                    f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
+                    hint="the object was changed after upload; nothing was written locally",
+                )
             (staged / artifacts.MANIFEST).write_bytes(manifest_bytes)
             dest.commit(ref, staged)
         finally:
@@ -297,7 +330,7 @@ class S3Store:
             if token:
                 kwargs["ContinuationToken"] = token
             page = self._call("listing", self.client.list_objects_v2, **kwargs)
-            out += [o["Key"][len(self.prefix) + 1:] if self.prefix else o["Key"] for o in page.get("Contents", [])]
+            out += [o["Key"][len(self.prefix) + 1 :] if self.prefix else o["Key"] for o in page.get("Contents", [])]
             if not page.get("IsTruncated"):
                 return sorted(out)
             token = page["NextContinuationToken"]
@@ -311,15 +344,30 @@ def build_index(store) -> dict:
     entries = []
     for ref in store.refs():
         m = store.manifest(ref)
-        entries.append({"release": ref.release, "model": ref.model, "api": ref.api, "path": ref.rel,
-                        "current": ref.version is None, "status": m.get("status"),
-                        "model_version": m.get("model_version"), "param_version": m.get("param_version"),
-                        "files": m.get("files", {})})
+        entries.append(
+            {
+                "release": ref.release,
+                "model": ref.model,
+                "api": ref.api,
+                "path": ref.rel,
+                "current": ref.version is None,
+                "status": m.get("status"),
+                "model_version": m.get("model_version"),
+                "param_version": m.get("param_version"),
+                "files": m.get("files", {}),
+            }
+        )
     return {"schema": 1, "artifacts": entries}
 
 
-def open_store(location: str | os.PathLike | None, *, home: KitHome | None = None, endpoint_url: str | None = None,
-               anonymous: bool | None = None, public_read: bool = False):
+def open_store(
+    location: str | os.PathLike | None,
+    *,
+    home: KitHome | None = None,
+    endpoint_url: str | None = None,
+    anonymous: bool | None = None,
+    public_read: bool = False,
+):
     """A store by location: ``s3://bucket/prefix``, a folder, or (None) the kit home's ``store/``."""
     if location is None:
         return LocalStore((home or KitHome()).root / "store")
@@ -337,24 +385,40 @@ def cache_for(s3: S3Store, home: KitHome | None = None) -> LocalStore:
 
 
 def _select(refs: list[Ref], releases=None, models=None, apis=None, versions=False) -> list[Ref]:
-    return [r for r in refs if (versions or r.version is None) and (not releases or r.release in releases)
-            and (not models or r.model in models) and (not apis or r.api in apis)]
+    return [
+        r
+        for r in refs
+        if (versions or r.version is None)
+        and (not releases or r.release in releases)
+        and (not models or r.model in models)
+        and (not apis or r.api in apis)
+    ]
 
 
 def _same(a: dict, b: dict) -> bool:
     return a.get("files") == b.get("files") and a.get("status") == b.get("status")
 
 
-def push(src: LocalStore, dest: S3Store, *, releases=None, models=None, apis=None, versions=True,
-         on_event: Callable[[str], None] = lambda m: None) -> dict:
+def push(
+    src: LocalStore,
+    dest: S3Store,
+    *,
+    releases=None,
+    models=None,
+    apis=None,
+    versions=True,
+    on_event: Callable[[str], None] = lambda m: None,
+) -> dict:
     """Upload artifacts of ``src`` that ``dest`` lacks or holds differently; then its index. Verified first."""
     counts = {"uploaded": 0, "unchanged": 0}
     remote = {r: None for r in dest.refs()}
     for ref in _select(src.refs(), releases, models, apis, versions):
         bad = src.problems(ref)
         if bad:
-            raise StoreError(f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
-                             hint="run `mxcompat store verify` and retrain or remove it")
+            raise StoreError(
+                f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
+                hint="run `mxcompat store verify` and retrain or remove it",
+            )
         local = src.manifest(ref)
         if ref in remote and _same(dest.manifest(ref), local):
             counts["unchanged"] += 1
@@ -366,8 +430,16 @@ def push(src: LocalStore, dest: S3Store, *, releases=None, models=None, apis=Non
     return counts
 
 
-def pull(src: S3Store, dest: LocalStore, *, releases=None, models=None, apis=None, versions=False,
-         on_event: Callable[[str], None] = lambda m: None) -> dict:
+def pull(
+    src: S3Store,
+    dest: LocalStore,
+    *,
+    releases=None,
+    models=None,
+    apis=None,
+    versions=False,
+    on_event: Callable[[str], None] = lambda m: None,
+) -> dict:
     """Download artifacts of ``src`` that ``dest`` lacks or holds differently, each verified before use."""
     counts = {"downloaded": 0, "unchanged": 0}
     local = set(dest.refs())
@@ -388,8 +460,16 @@ class Artifact:
     manifest: dict
 
 
-def load(model: str, api: str, *, mxnet_version: str, model_version: int | None = None,
-         param_version: str | None = None, store: str | None = None, home: KitHome | None = None) -> Artifact:
+def load(
+    model: str,
+    api: str,
+    *,
+    mxnet_version: str,
+    model_version: int | None = None,
+    param_version: str | None = None,
+    store: str | None = None,
+    home: KitHome | None = None,
+) -> Artifact:
     """An artifact by identity, hashes verified before anything is returned.
 
     Without versions: the current artifact. With them: the current one if it matches,
@@ -412,6 +492,8 @@ def load(model: str, api: str, *, mxnet_version: str, model_version: int | None 
             raise StoreError(f"artifact {local.url}/{ref.rel} does not verify: {', '.join(bad)}")
         return Artifact(local.path(ref), m)
     have = [f"{local.manifest(r).get('model_version')}-{local.manifest(r).get('param_version')}" for r in candidates]
-    raise StoreError(f"no artifact {mxnet_version}/{model}/{api} with model_version={model_version}, "
-                     f"param_version={param_version} in {opened.url}",
-                     hint="versions there: " + (", ".join(have) or "none"))
+    raise StoreError(
+        f"no artifact {mxnet_version}/{model}/{api} with model_version={model_version}, "
+        f"param_version={param_version} in {opened.url}",
+        hint="versions there: " + (", ".join(have) or "none"),
+    )

@@ -3,6 +3,7 @@
 Runs on the host kernel (pandas and matplotlib). Figures are returned, so the
 notebook displays them whatever matplotlib backend the environment sets.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,16 @@ from kit.common.capabilities import APIS  # noqa: E402
 from kit.common.versions import release_key  # noqa: E402
 from kit.records import SEVERITY, classify, load_allow_list, load_records, worst  # noqa: E402
 
-COLOURS = {"identical": "#1a9850", "close": "#91cf60", "unsupported": "#d9d9d9", "drift": "#fdae61",
-           "mismatch": "#f46d43", "infer-error": "#d73027", "load-error": "#a50026", "corrupt": "#762a83"}
+COLOURS = {
+    "identical": "#1a9850",
+    "close": "#91cf60",
+    "unsupported": "#d9d9d9",
+    "drift": "#fdae61",
+    "mismatch": "#f46d43",
+    "infer-error": "#d73027",
+    "load-error": "#a50026",
+    "corrupt": "#762a83",
+}
 ZERO_FLOOR = 1e-12  # identical outputs have zero error: drawn at this floor on log scales
 
 
@@ -31,6 +40,7 @@ class RunData:
 
     def __init__(self, run_dir: str | Path):
         import json
+
         self.dir = Path(run_dir)
         self.records = load_records(self.dir)
         self.manifest = json.loads((self.dir / "run.json").read_text())
@@ -69,6 +79,7 @@ def show(fig, dpi: int = 110):
     import io
 
     from IPython.display import Image, display
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
@@ -92,14 +103,14 @@ def heatmaps(data: RunData):
     side = max(3.2, 0.95 * max(len(saved), len(loaded)))
     fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 2.0, (side * 0.8 + 1.2) * nrows), squeeze=False)
     flat = list(axes.ravel())
-    for ax in flat[len(apis):]:
+    for ax in flat[len(apis) :]:
         ax.axis("off")
     for ax, api in zip(flat, apis):
         sub = data.df[data.df["api"] == api]
         grid = np.full((len(saved), len(loaded)), np.nan)
         for i, s in enumerate(saved):
-            for j, l in enumerate(loaded):
-                cell = sub[(sub["saved_with"] == s) & (sub["loaded_with"] == l)]
+            for j, loader in enumerate(loaded):
+                cell = sub[(sub["saved_with"] == s) & (sub["loaded_with"] == loader)]
                 if cell.empty:
                     continue
                 checked = cell[cell["verdict"] != "unsupported"]
@@ -112,8 +123,15 @@ def heatmaps(data: RunData):
                     label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
                 if not checked.empty:
                     label += f"\n{len(checked)}/{len(cell)} models"
-                ax.text(j, i, label, ha="center", va="center", fontsize=6.5,
-                        color="white" if verdict in ("load-error", "corrupt", "infer-error") else "black")
+                ax.text(
+                    j,
+                    i,
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    color="white" if verdict in ("load-error", "corrupt", "infer-error") else "black",
+                )
         ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(SEVERITY) - 0.5, aspect="auto")
         ax.set_xticks(range(len(loaded)))
         ax.set_xticklabels(loaded, rotation=45, ha="right", fontsize=7)
@@ -124,7 +142,9 @@ def heatmaps(data: RunData):
         ax.set_ylabel("saved with", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
     fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
-    fig.suptitle("worst verdict over the models checked, largest max-abs error, models checked / in the zoo", fontsize=10)
+    fig.suptitle(
+        "worst verdict over the models checked, largest max-abs error, models checked / in the zoo", fontsize=10
+    )
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     return fig
 
@@ -136,9 +156,17 @@ def output_errors(data: RunData) -> pd.DataFrame:
         for case, outs in (rec.get("cases") or {}).items():
             for m in outs:
                 if "max_abs" in m and m["max_abs"] is not None and math.isfinite(m["max_abs"]):
-                    rows.append({"api": rec["api"], "loaded_with": rec["loaded_with"],
-                                 "saved_with": rec["saved_with"], "direction": rec["direction"], "case": case,
-                                 "max_abs": max(m["max_abs"], ZERO_FLOOR), "max_rel": m.get("max_rel")})
+                    rows.append(
+                        {
+                            "api": rec["api"],
+                            "loaded_with": rec["loaded_with"],
+                            "saved_with": rec["saved_with"],
+                            "direction": rec["direction"],
+                            "case": case,
+                            "max_abs": max(m["max_abs"], ZERO_FLOOR),
+                            "max_rel": m.get("max_rel"),
+                        }
+                    )
     return pd.DataFrame(rows, columns=["api", "loaded_with", "saved_with", "direction", "case", "max_abs", "max_rel"])
 
 
@@ -167,8 +195,20 @@ def error_distributions(data: RunData):
 def failing_table(data: RunData) -> pd.DataFrame:
     """Every cell that is not identical or close, with its error and the executed notebook that produced it."""
     df = data.df[~data.df["verdict"].isin(["identical", "close", "unsupported"])]
-    return df[["direction", "model", "api", "saved_with", "loaded_with", "verdict", "allowed", "max_abs", "reason",
-               "notebook"]].reset_index(drop=True)
+    return df[
+        [
+            "direction",
+            "model",
+            "api",
+            "saved_with",
+            "loaded_with",
+            "verdict",
+            "allowed",
+            "max_abs",
+            "reason",
+            "notebook",
+        ]
+    ].reset_index(drop=True)
 
 
 def migration_table(data: RunData, detail: bool = False) -> pd.DataFrame:
@@ -193,9 +233,13 @@ def fingerprints_table(data: RunData) -> pd.DataFrame:
         fp = seen[release]
         env = fp.get("kit_env") or {}
         cols[release] = {
-            "mx.__version__": fp.get("mxnet"), "python": fp.get("python"), "numpy": fp.get("numpy"),
-            "fallback": env.get("fallback"), "features": " ".join(fp.get("mxnet_features") or []) or "n/a (<1.5)",
-            "cpu": (fp.get("cpu") or {}).get("model"), "cpu flags": " ".join((fp.get("cpu") or {}).get("flags") or []),
+            "mx.__version__": fp.get("mxnet"),
+            "python": fp.get("python"),
+            "numpy": fp.get("numpy"),
+            "fallback": env.get("fallback"),
+            "features": " ".join(fp.get("mxnet_features") or []) or "n/a (<1.5)",
+            "cpu": (fp.get("cpu") or {}).get("model"),
+            "cpu flags": " ".join((fp.get("cpu") or {}).get("flags") or []),
             "MXNET_/OMP_ variables": " ".join(f"{k}={v}" for k, v in sorted((fp.get("env") or {}).items())) or "-",
         }
     return pd.DataFrame(cols)

@@ -1,4 +1,5 @@
 """System shared libraries MXNet's wheels load but do not ship."""
+
 from __future__ import annotations
 
 import ctypes
@@ -35,5 +36,6 @@ def require(libs, *, needed_by: str, libraries: dict = LIBRARIES) -> None:
     names = ", ".join(libraries[lib][0] for lib in absent)
     raise MissingSystemLibraryError(
         f"MXNet {needed_by} needs {names}, which this machine does not have",
-        hint=f"install the system package: `apt-get install {debian}` (Debian/Ubuntu) or `dnf install {fedora}` (Fedora/RHEL)",
+        hint=f"install the system package: `apt-get install {debian}` (Debian/Ubuntu) "
+        f"or `dnf install {fedora}` (Fedora/RHEL)",
     )

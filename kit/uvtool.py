@@ -1,4 +1,5 @@
 """Running uv, the installer every environment is built with."""
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,16 @@ def uv_binary() -> str:
     """The uv that ships with the host environment (a PyPI dependency), else one on PATH."""
     try:
         from uv import find_uv_bin
+
         return find_uv_bin()
     except (ImportError, FileNotFoundError):
         found = shutil.which("uv")
         if found:
             return found
-    raise UsageError("uv is not installed in the kit's host environment",
-                     hint="run `make setup` (or `pip install uv`) in the host environment")
+    raise UsageError(
+        "uv is not installed in the kit's host environment",
+        hint="run `make setup` (or `pip install uv`) in the host environment",
+    )
 
 
 def uv_env() -> dict:
@@ -34,16 +38,24 @@ def uv_env() -> dict:
     return env
 
 
-def run_logged(argv: list[str], log: Path, *, what: str, timeout: float = 1800, env: dict | None = None,
-               cwd: str | None = None) -> str:
+def run_logged(
+    argv: list[str], log: Path, *, what: str, timeout: float = 1800, env: dict | None = None, cwd: str | None = None
+) -> str:
     """Run ``argv``, appending the command and its output to ``log``; its stdout, or an error with the tail."""
     started = time.monotonic()
     with open(log, "a") as f:
         f.write(f"\n$ {' '.join(argv)}\n")
         f.flush()
         try:
-            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  timeout=timeout, env=uv_env() if env is None else env, cwd=cwd)
+            proc = subprocess.run(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=timeout,
+                env=uv_env() if env is None else env,
+                cwd=cwd,
+            )
         except subprocess.TimeoutExpired:
             f.write(f"[timed out after {timeout:.0f}s]\n")
             raise EnvBuildError(f"{what} timed out after {timeout:.0f}s", hint=f"see {log}") from None

@@ -1,4 +1,5 @@
 """Shared fixtures: a kit home per test session, and real MXNet environments built once in it."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def run_cli(*args, home: Path, env: dict | None = None, timeout: float = 900, ch
     """``python -m kit ARGS`` with MXCOMPAT_HOME set; returns the CompletedProcess."""
     full_env = dict(os.environ if env is None else env)
     full_env["MXCOMPAT_HOME"] = str(home)
-    proc = subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True,
-                          env=full_env, cwd=REPO, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kit", *args], capture_output=True, text=True, env=full_env, cwd=REPO, timeout=timeout
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"mxcompat {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -52,6 +54,7 @@ def built_envs(kit_home) -> dict:
 
 def _has_mxnet() -> bool:
     import importlib.util
+
     return importlib.util.find_spec("mxnet") is not None
 
 
@@ -66,13 +69,19 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
 
     from kit.home import KitHome
     from kit.notebooks import NOTEBOOKS, run_notebook
+
     store = tmp_path_factory.mktemp("store")
     runs = tmp_path_factory.mktemp("runs")
     out = {"_store": store, "_runs": runs}
     for release in (OLDEST, NEWEST):
         started = time.monotonic()
-        run_notebook(NOTEBOOKS / "train.ipynb", runs / f"train-{release}.ipynb", f"mxnet-{release}",
-                     {"mxnet_version": release, "out_dir": str(store)}, home=KitHome(kit_home))
+        run_notebook(
+            NOTEBOOKS / "train.ipynb",
+            runs / f"train-{release}.ipynb",
+            f"mxnet-{release}",
+            {"mxnet_version": release, "out_dir": str(store)},
+            home=KitHome(kit_home),
+        )
         out[release] = time.monotonic() - started
     return out
 
@@ -91,12 +100,22 @@ def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
     """reload.ipynb on the newest release (backward) and on the oldest (forward too): their records."""
     from kit.home import KitHome
     from kit.notebooks import NOTEBOOKS, run_notebook
+
     out = {}
     for release, forward in ((NEWEST, False), (OLDEST, True)):
         out_dir = tmp_path_factory.mktemp(f"reload-{release}")
-        run_notebook(NOTEBOOKS / "reload.ipynb", out_dir / "reload.ipynb", f"mxnet-{release}",
-                     {"mxnet_version": release, "store": str(trained_store["_store"]), "out_dir": str(out_dir),
-                      "forward": forward}, home=KitHome(kit_home))
+        run_notebook(
+            NOTEBOOKS / "reload.ipynb",
+            out_dir / "reload.ipynb",
+            f"mxnet-{release}",
+            {
+                "mxnet_version": release,
+                "store": str(trained_store["_store"]),
+                "out_dir": str(out_dir),
+                "forward": forward,
+            },
+            home=KitHome(kit_home),
+        )
         out[release] = {"dir": out_dir, "records": read_records(out_dir)}
     return out
 
@@ -106,6 +125,7 @@ def s3_server(tmp_path_factory):
     """A real S3 protocol server (moto in server mode) on a loopback port, with fake credentials."""
     import socket
     import urllib.request
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -123,8 +143,12 @@ def s3_server(tmp_path_factory):
                 break
             assert proc.poll() is None and __import__("time").monotonic() < deadline, "moto server did not start"
             __import__("time").sleep(0.2)
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint}
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
     yield {"endpoint": endpoint, "env": env, "proc": proc}
     proc.terminate()
     proc.wait(timeout=10)
@@ -134,6 +158,7 @@ def s3_server(tmp_path_factory):
 def rehash(folder: Path, name: str) -> None:
     """Update an artifact manifest's sha256 of ``name``, so a deliberate change gets past the hash check."""
     from kit.common import artifacts
+
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"][name] = artifacts.sha256_file(str(folder / name))
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -143,8 +168,10 @@ def scale_weight(kit_home: Path, params: Path, suffix: str, expression: str) -> 
     """Rewrite the parameter whose name ends with ``suffix`` as ``expression`` of ``w`` (e.g. "w * 1.5"),
     with the newest release's MXNet, then rehash it: a regression injected on purpose."""
     python = kit_home / "envs" / NEWEST / "bin" / "python"
-    script = ("import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
-              f"k = sorted(n for n in d if n.endswith({suffix!r}))[0]; w = d[k]; d[k] = {expression}; "
-              "mx.nd.save(sys.argv[1], d)")
+    script = (
+        "import mxnet as mx, sys; d = mx.nd.load(sys.argv[1]); "
+        f"k = sorted(n for n in d if n.endswith({suffix!r}))[0]; w = d[k]; d[k] = {expression}; "
+        "mx.nd.save(sys.argv[1], d)"
+    )
     subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
     rehash(params.parent, params.name)

@@ -1,4 +1,5 @@
 """mxcompat check-model on checkpoints the kit did not train: old releases' files, legacy formats, detectors."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.envs
 DETECTOR = """
 import mxnet as mx, sys
 data = mx.sym.var("data")
-body = mx.sym.Activation(mx.sym.Convolution(data, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv"), act_type="relu")
+body = mx.sym.Activation(
+    mx.sym.Convolution(data, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv"), act_type="relu"
+)
 pooled = mx.sym.Pooling(body, global_pool=True, kernel=(1, 1), pool_type="avg", name="gap")
 cls = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(pooled, num_hidden=3, name="cls_fc"), name="cls")
 bbox = mx.sym.FullyConnected(pooled, num_hidden=4, name="bbox_pred")
@@ -30,26 +33,50 @@ mod.save_checkpoint(sys.argv[1], 7)
 
 
 def check(kit_home, tmp_path, *args, run_id):
-    return run_cli("check-model", *args, "--store", str(tmp_path / "store"), "--runs-dir", str(tmp_path / "runs"),
-                   "--run-id", run_id, home=kit_home, timeout=900)
+    return run_cli(
+        "check-model",
+        *args,
+        "--store",
+        str(tmp_path / "store"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--run-id",
+        run_id,
+        home=kit_home,
+        timeout=900,
+    )
 
 
 def legacy_checkpoint(prefix):
     """Hand-written pre-1.0 files: a symbol JSON with 'param' keys and an NDArray list with bare names."""
     rng = np.random.RandomState(0)
     w, b = rng.randn(4, 6).astype(np.float32), rng.randn(4).astype(np.float32)
-    node = lambda op, name, param, inputs: {"op": op, "param": param, "name": name, "inputs": inputs,  # noqa: E731
-                                           "backward_source_id": -1}
-    sym = {"nodes": [node("null", "data", {}, []), node("null", "fc1_weight", {}, []), node("null", "fc1_bias", {}, []),
-                     node("FullyConnected", "fc1", {"no_bias": "False", "num_hidden": "4"}, [[0, 0], [1, 0], [2, 0]]),
-                     node("null", "softmax_label", {}, []),
-                     node("SoftmaxOutput", "softmax", {"grad_scale": "1"}, [[3, 0], [4, 0]])],
-           "arg_nodes": [0, 1, 2, 4], "heads": [[5, 0]]}
+
+    def node(op, name, param, inputs):
+        return {"op": op, "param": param, "name": name, "inputs": inputs, "backward_source_id": -1}
+
+    sym = {
+        "nodes": [
+            node("null", "data", {}, []),
+            node("null", "fc1_weight", {}, []),
+            node("null", "fc1_bias", {}, []),
+            node("FullyConnected", "fc1", {"no_bias": "False", "num_hidden": "4"}, [[0, 0], [1, 0], [2, 0]]),
+            node("null", "softmax_label", {}, []),
+            node("SoftmaxOutput", "softmax", {"grad_scale": "1"}, [[3, 0], [4, 0]]),
+        ],
+        "arg_nodes": [0, 1, 2, 4],
+        "heads": [[5, 0]],
+    }
     (prefix.parent / f"{prefix.name}-symbol.json").write_text(json.dumps(sym))
 
     def legacy_ndarray(a):  # uint32 ndim, uint32 dims, context (dev_type, dev_id), dtype flag, raw data
-        return (struct.pack("<I", a.ndim) + struct.pack(f"<{a.ndim}I", *a.shape) + struct.pack("<iii", 1, 0, 0)
-                + a.tobytes())
+        return (
+            struct.pack("<I", a.ndim)
+            + struct.pack(f"<{a.ndim}I", *a.shape)
+            + struct.pack("<iii", 1, 0, 0)
+            + a.tobytes()
+        )
+
     names = [b"fc1_weight", b"fc1_bias"]
     blob = struct.pack("<QQQ", 0x112, 0, 2) + legacy_ndarray(w) + legacy_ndarray(b)
     blob += struct.pack("<Q", 2) + b"".join(struct.pack("<Q", len(n)) + n for n in names)
@@ -61,8 +88,20 @@ def test_a_module_checkpoint_saved_by_the_oldest_release(trained_store, kit_home
     src = trained_store["_store"] / OLDEST / "symbolic" / "module_checkpoint"
     shutil.copy(src / "model-symbol.json", tmp_path / "prod-symbol.json")
     shutil.copy(src / "model-0000.params", tmp_path / "prod-0000.params")
-    proc = check(kit_home, tmp_path, str(tmp_path / "prod"), "--input", "data:4,1,28,28", "--label-names",
-                 "softmax_label", "--reference-version", OLDEST, "--load", NEWEST, run_id="prod")
+    proc = check(
+        kit_home,
+        tmp_path,
+        str(tmp_path / "prod"),
+        "--input",
+        "data:4,1,28,28",
+        "--label-names",
+        "softmax_label",
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
+        run_id="prod",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"prod: symbol saved by MXNet 1.0.0; reference computed in {OLDEST} (1 output(s)" in proc.stdout
     records = read_records(tmp_path / "runs" / "prod")
@@ -73,19 +112,52 @@ def test_a_module_checkpoint_saved_by_the_oldest_release(trained_store, kit_home
     manifest = json.loads((tmp_path / "store" / OLDEST / "prod" / "checkpoint" / "manifest.json").read_text())
     assert manifest["foreign"] is True and manifest["symbol_mxnet_version"] == "1.0.0"
     assert manifest["source"]["prefix"] == str(tmp_path / "prod") and "internals" in manifest
-    bundle = run_cli("bundle", "prod", "--cell", f"prod/checkpoint/{OLDEST}/{NEWEST}", "--runs-dir",
-                     str(tmp_path / "runs"), home=kit_home)
+    bundle = run_cli(
+        "bundle",
+        "prod",
+        "--cell",
+        f"prod/checkpoint/{OLDEST}/{NEWEST}",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        home=kit_home,
+    )
     assert bundle.returncode == 0, bundle.stderr
 
 
 def test_a_multi_output_detector_with_a_label_head(built_envs, kit_home, tmp_path):
     python = kit_home / "envs" / OLDEST / "bin" / "python"
     subprocess.run([str(python), "-c", DETECTOR, str(tmp_path / "det")], check=True, capture_output=True)
-    missing = check(kit_home, tmp_path, str(tmp_path / "det"), "--epoch", "7", "--input", "data:2,3,32,32",
-                    "--reference-version", OLDEST, "--load", NEWEST, run_id="nolabel")
+    missing = check(
+        kit_home,
+        tmp_path,
+        str(tmp_path / "det"),
+        "--epoch",
+        "7",
+        "--input",
+        "data:2,3,32,32",
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
+        run_id="nolabel",
+    )
     assert missing.returncode == 2 and "--label-names cls_label" in missing.stderr
-    proc = check(kit_home, tmp_path, str(tmp_path / "det"), "--epoch", "7", "--input", "data:2,3,32,32",
-                 "--label-names", "cls_label", "--reference-version", OLDEST, "--load", NEWEST, run_id="det")
+    proc = check(
+        kit_home,
+        tmp_path,
+        str(tmp_path / "det"),
+        "--epoch",
+        "7",
+        "--input",
+        "data:2,3,32,32",
+        "--label-names",
+        "cls_label",
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
+        run_id="det",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "(2 output(s)" in proc.stdout
     rec = read_records(tmp_path / "runs" / "det")[(OLDEST, "det", "checkpoint", NEWEST)]
@@ -95,14 +167,29 @@ def test_a_multi_output_detector_with_a_label_head(built_envs, kit_home, tmp_pat
 
 def test_hand_written_legacy_files(built_envs, kit_home, tmp_path):
     w, b = legacy_checkpoint(tmp_path / "old")
-    proc = check(kit_home, tmp_path, str(tmp_path / "old"), "--epoch", "3", "--input", "data:2,6", "--label-names",
-                 "softmax_label", "--reference-version", OLDEST, "--load", NEWEST, run_id="legacy")
+    proc = check(
+        kit_home,
+        tmp_path,
+        str(tmp_path / "old"),
+        "--epoch",
+        "3",
+        "--input",
+        "data:2,6",
+        "--label-names",
+        "softmax_label",
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
+        run_id="legacy",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "unrecorded (a legacy symbol file)" in proc.stdout
     rec = read_records(tmp_path / "runs" / "legacy")[(OLDEST, "old", "checkpoint", NEWEST)]
     assert rec["verdict"] in ("identical", "close")
     # the reference is a real forward pass over the hand-written weights: softmax(x W^T + b)
     from kit.common import artifacts
+
     ref = artifacts.load_reference(str(tmp_path / "store" / OLDEST / "old" / "checkpoint" / "reference.npz"))
     x = ref["batch"]["input"]["data"]
     logits = x.astype(np.float64) @ w.T.astype(np.float64) + b
@@ -111,22 +198,26 @@ def test_hand_written_legacy_files(built_envs, kit_home, tmp_path):
     assert np.allclose(ref["batch"]["output"][0], expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--input", "data:2,5", "--label-names", "softmax_label"], "the graph expects data (?, 6)"),
-    (["--label-names", "softmax_label", "--input", "x:2,6"], "add --input data:N,6"),
-    (["--input", "data:2,6"], "add --label-names softmax_label"),
-    (["--input", "data:two,6"], "the shape must be integers"),
-    (["--input", "data:2,6:complex", "--label-names", "softmax_label"], "is not one of"),
-    (["--epoch", "9", "--input", "data:2,6"], "checkpoint files not found"),
-    (["--input", "data:2,6", "--name", "mlp"], "is not usable"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--input", "data:2,5", "--label-names", "softmax_label"], "the graph expects data (?, 6)"),
+        (["--label-names", "softmax_label", "--input", "x:2,6"], "add --input data:N,6"),
+        (["--input", "data:2,6"], "add --label-names softmax_label"),
+        (["--input", "data:two,6"], "the shape must be integers"),
+        (["--input", "data:2,6:complex", "--label-names", "softmax_label"], "is not one of"),
+        (["--epoch", "9", "--input", "data:2,6"], "checkpoint files not found"),
+        (["--input", "data:2,6", "--name", "mlp"], "is not usable"),
+    ],
+)
 def test_input_problems_are_named_before_any_run(built_envs, kit_home, tmp_path, args, message):
     legacy_checkpoint(tmp_path / "old")
     args = list(args)
     if "--epoch" not in args:
         args = ["--epoch", "3"] + args
-    proc = check(kit_home, tmp_path, str(tmp_path / "old"), *args, "--reference-version", OLDEST, "--load", NEWEST,
-                 run_id="bad")
+    proc = check(
+        kit_home, tmp_path, str(tmp_path / "old"), *args, "--reference-version", OLDEST, "--load", NEWEST, run_id="bad"
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr
     assert not (tmp_path / "runs" / "bad").exists()
@@ -134,8 +225,24 @@ def test_input_problems_are_named_before_any_run(built_envs, kit_home, tmp_path,
 
 def test_params_of_another_model_are_refused(trained_store, kit_home, tmp_path):
     legacy_checkpoint(tmp_path / "old")
-    shutil.copy(trained_store["_store"] / OLDEST / "mlp" / "module_checkpoint" / "model-0000.params",
-                tmp_path / "old-0003.params")
-    proc = check(kit_home, tmp_path, str(tmp_path / "old"), "--epoch", "3", "--input", "data:2,6", "--label-names",
-                 "softmax_label", "--reference-version", OLDEST, "--load", NEWEST, run_id="other")
+    shutil.copy(
+        trained_store["_store"] / OLDEST / "mlp" / "module_checkpoint" / "model-0000.params",
+        tmp_path / "old-0003.params",
+    )
+    proc = check(
+        kit_home,
+        tmp_path,
+        str(tmp_path / "old"),
+        "--epoch",
+        "3",
+        "--input",
+        "data:2,6",
+        "--label-names",
+        "softmax_label",
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
+        run_id="other",
+    )
     assert proc.returncode == 2 and "parameters not used by the graph" in proc.stderr

@@ -1,4 +1,5 @@
 """The matrix on a Dask cluster (LocalCluster, 2 worker processes) with an S3 store (moto in server mode)."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,15 @@ BUCKET = "kit-dask"
 
 def comparable(records: dict) -> dict:
     """What two runs of the same matrix on the same artifacts must agree on (not timings or paths)."""
-    return {k: (r["verdict"], r["reason"], json.dumps(r.get("summary"), sort_keys=True),
-                json.dumps(r.get("cases"), sort_keys=True)) for k, r in records.items()}
+    return {
+        k: (
+            r["verdict"],
+            r["reason"],
+            json.dumps(r.get("summary"), sort_keys=True),
+            json.dumps(r.get("cases"), sort_keys=True),
+        )
+        for k, r in records.items()
+    }
 
 
 def summary_text(run_dir: Path) -> str:
@@ -39,14 +47,26 @@ def cluster(s3_server, tmp_path_factory):
     require_python("3.6")
     import boto3
     from distributed import Client, LocalCluster
-    boto3.client("s3", endpoint_url=s3_server["endpoint"], aws_access_key_id="testing",
-                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+
+    boto3.client(
+        "s3",
+        endpoint_url=s3_server["endpoint"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    ).create_bucket(Bucket=BUCKET)
     workers = tmp_path_factory.mktemp("workers")
     env = dict(s3_server["env"], MXCOMPAT_WORKER_HOME=str(workers / "{name}"))
     lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, env=env)
     client = Client(lc)
-    yield {"address": lc.scheduler_address, "workers": workers, "client": client, "s3": s3_server,
-           "runs": tmp_path_factory.mktemp("dask-runs"), "home": tmp_path_factory.mktemp("dask-client")}
+    yield {
+        "address": lc.scheduler_address,
+        "workers": workers,
+        "client": client,
+        "s3": s3_server,
+        "runs": tmp_path_factory.mktemp("dask-runs"),
+        "home": tmp_path_factory.mktemp("dask-client"),
+    }
     client.close()
     lc.close()
 
@@ -56,8 +76,23 @@ def cli_env(cluster) -> dict:
 
 
 def dask_args(cluster, run_id: str, prefix: str = "m") -> list[str]:
-    return ["run", "--runs-dir", str(cluster["runs"]), "--save", SAVE, "--models", MODELS, "--run-id", run_id,
-            "--store", f"s3://{BUCKET}/{prefix}", "--executor", "dask", "--scheduler", cluster["address"]]
+    return [
+        "run",
+        "--runs-dir",
+        str(cluster["runs"]),
+        "--save",
+        SAVE,
+        "--models",
+        MODELS,
+        "--run-id",
+        run_id,
+        "--store",
+        f"s3://{BUCKET}/{prefix}",
+        "--executor",
+        "dask",
+        "--scheduler",
+        cluster["address"],
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -74,21 +109,29 @@ def test_matrix_runs_on_two_workers_through_the_store(dask_run, cluster):
     assert [manifest["steps"][i]["status"] for i in manifest["order"]] == ["ok"] * 5
     # 2 releases x 3 models x 4 APIs saved; the newest reloads both, the oldest its own
     assert len(dask_run["records"]) == 36
-    for rel in (f"train/mxnet-{OLDEST}.ipynb", f"reload/mxnet-{NEWEST}.ipynb", f"logs/reload-{NEWEST}.log",
-                "summary.html", "junit.xml"):
+    for rel in (
+        f"train/mxnet-{OLDEST}.ipynb",
+        f"reload/mxnet-{NEWEST}.ipynb",
+        f"logs/reload-{NEWEST}.log",
+        "summary.html",
+        "junit.xml",
+    ):
         assert (d / rel).is_file(), rel
     # each release went to one worker, which built it; the client built no environment at all
     ran = dict(re.findall(r"(\S+:\S+) ran on worker (\S+)", proc.stdout))
     assert ran[f"train:{OLDEST}"] == ran[f"reload:{OLDEST}"] and ran[f"train:{NEWEST}"] == ran[f"reload:{NEWEST}"]
     assert ran[f"train:{OLDEST}"] != ran[f"train:{NEWEST}"]
     assert proc.stdout.count("built mxnet-") == 2
-    built = sorted(p.parent.parent.name + "/" + p.parent.name for p in cluster["workers"].glob("*/envs/*/mxcompat-env.json"))
+    built = sorted(
+        p.parent.parent.name + "/" + p.parent.name for p in cluster["workers"].glob("*/envs/*/mxcompat-env.json")
+    )
     assert len(built) == 2 and {b.split("/")[1] for b in built} == {OLDEST, NEWEST}, built
     assert not (cluster["home"] / "envs").exists() or not any((cluster["home"] / "envs").iterdir())
 
 
 def test_artifacts_and_step_outputs_live_in_the_store(dask_run, cluster):
     from kit import store as store_mod
+
     os.environ.update(cluster["s3"]["env"])
     remote = store_mod.open_store(f"s3://{BUCKET}/m")
     refs = {(r.release, r.model, r.api) for r in remote.refs()}
@@ -102,8 +145,24 @@ def test_artifacts_and_step_outputs_live_in_the_store(dask_run, cluster):
 
 def test_records_and_summary_equal_a_local_run(dask_run, cluster, kit_home, built_envs):
     """The same matrix with the local executor on the same store: identical records and summary."""
-    proc = run_cli("run", "--runs-dir", str(cluster["runs"]), "--save", SAVE, "--models", MODELS, "--run-id", "local",
-                   "--store", f"s3://{BUCKET}/m", "--jobs", "2", home=kit_home, env=cli_env(cluster), timeout=1800)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(cluster["runs"]),
+        "--save",
+        SAVE,
+        "--models",
+        MODELS,
+        "--run-id",
+        "local",
+        "--store",
+        f"s3://{BUCKET}/m",
+        "--jobs",
+        "2",
+        home=kit_home,
+        env=cli_env(cluster),
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     local = read_records(cluster["runs"] / "local")
     assert comparable(local) == comparable(dask_run["records"])
@@ -120,8 +179,14 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     """Kill the worker running a reload step once it has written records; Dask runs the step again."""
     args = dask_args(cluster, "killed")
     env = dict(cli_env(cluster), MXCOMPAT_HOME=str(cluster["home"]))
-    proc = subprocess.Popen([sys.executable, "-m", "kit", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     killed = None
     deadline = time.monotonic() + 600
     while killed is None and proc.poll() is None and time.monotonic() < deadline:
@@ -143,6 +208,7 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     names = [p.name for p in (cluster["runs"] / "killed" / "records").iterdir()]
     assert len(names) == len(set(names)) == 36
     from kit import store as store_mod
+
     os.environ.update(cluster["s3"]["env"])
     remote = store_mod.open_store(f"s3://{BUCKET}/m")
     keys = [o["Key"] for o in remote.client.list_objects_v2(Bucket=BUCKET, Prefix="m/.runs/killed/")["Contents"]]
@@ -151,17 +217,41 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     assert len([k for k in keys if f"/started/{step}/" in k]) == 2  # the killed step started twice
     manifest = json.loads((cluster["runs"] / "killed" / "run.json").read_text())
     assert manifest["steps"][step.replace("-", ":", 1)]["attempts"] == 2
-    assert re.search(rf"{step.replace('-', ':', 1)} ran on worker \S+; 1 earlier attempt\(s\) lost with their worker "
-                     rf"\(worker {killed[0]}\)", out), out[-3000:]
+    assert re.search(
+        rf"{step.replace('-', ':', 1)} ran on worker \S+; 1 earlier attempt\(s\) lost with their worker "
+        rf"\(worker {killed[0]}\)",
+        out,
+    ), out[-3000:]
     assert [manifest["steps"][f"train:{r}"]["status"] for r in (OLDEST, NEWEST)] == ["cached", "cached"]
 
 
 def test_dask_executor_refuses_what_it_cannot_do(kit_home, built_envs, tmp_path):
-    proc = run_cli("run", "--save", OLDEST, "--executor", "dask", "--store", str(tmp_path), home=kit_home,
-                   env={k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"})
+    proc = run_cli(
+        "run",
+        "--save",
+        OLDEST,
+        "--executor",
+        "dask",
+        "--store",
+        str(tmp_path),
+        home=kit_home,
+        env={k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"},
+    )
     assert proc.returncode == 2 and "--scheduler" in proc.stderr
     proc = run_cli("run", "--save", OLDEST, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", home=kit_home)
     assert proc.returncode == 2 and "needs --store" in proc.stderr
-    proc = run_cli("run", "--save", OLDEST, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
-                   "--store", str(tmp_path), "--runs-dir", str(tmp_path / "runs"), home=kit_home)
+    proc = run_cli(
+        "run",
+        "--save",
+        OLDEST,
+        "--executor",
+        "dask",
+        "--scheduler",
+        "tcp://127.0.0.1:9",
+        "--store",
+        str(tmp_path),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        home=kit_home,
+    )
     assert proc.returncode == 3 and "cannot reach the Dask scheduler" in proc.stderr

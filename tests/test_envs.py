@@ -1,4 +1,5 @@
 """Real environments: built with uv, started as Jupyter kernels, run through papermill."""
+
 from __future__ import annotations
 
 import json
@@ -65,10 +66,13 @@ def test_kernel_starts_and_computes(built_envs, kit_home, monkeypatch, release, 
         def hook(msg):
             if msg["msg_type"] == "stream":
                 chunks.append(msg["content"]["text"])
-        code = ("import mxnet as mx, numpy as np, kit.kernel, sys\n"
-                "w = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))\n"
-                "y = mx.nd.FullyConnected(mx.nd.ones((1, 3)), w, mx.nd.zeros(2), num_hidden=2)\n"
-                "print(mx.__version__, y.asnumpy().tolist(), sys.version_info[:2])")
+
+        code = (
+            "import mxnet as mx, numpy as np, kit.kernel, sys\n"
+            "w = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))\n"
+            "y = mx.nd.FullyConnected(mx.nd.ones((1, 3)), w, mx.nd.zeros(2), num_hidden=2)\n"
+            "print(mx.__version__, y.asnumpy().tolist(), sys.version_info[:2])"
+        )
         reply = kc.execute_interactive(code, output_hook=hook, timeout=120)
         assert reply["content"]["status"] == "ok", reply["content"]
     finally:
@@ -83,9 +87,25 @@ def test_kernel_starts_and_computes(built_envs, kit_home, monkeypatch, release, 
 def test_papermill_runs_on_the_release_kernel(built_envs, kit_home, tmp_path, release):
     out_nb = tmp_path / f"version-{release}.ipynb"
     proc = subprocess.run(
-        [sys.executable, "-m", "papermill", str(REPO / "tests/notebooks/mxnet_version.ipynb"), str(out_nb),
-         "-k", f"mxnet-{release}", "-r", "expected_release", release, "--cwd", str(tmp_path)],
-        capture_output=True, text=True, env=kernel_env(kit_home), timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(REPO / "tests/notebooks/mxnet_version.ipynb"),
+            str(out_nb),
+            "-k",
+            f"mxnet-{release}",
+            "-r",
+            "expected_release",
+            release,
+            "--cwd",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=kernel_env(kit_home),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     nb = nbformat.read(out_nb, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
@@ -99,9 +119,23 @@ def test_papermill_runs_on_the_release_kernel(built_envs, kit_home, tmp_path, re
 def test_papermill_fails_loudly_on_the_wrong_kernel(built_envs, kit_home, tmp_path):
     out_nb = tmp_path / "wrong.ipynb"
     proc = subprocess.run(
-        [sys.executable, "-m", "papermill", str(REPO / "tests/notebooks/mxnet_version.ipynb"), str(out_nb),
-         "-k", f"mxnet-{NEWEST}", "-r", "expected_release", OLDEST],
-        capture_output=True, text=True, env=kernel_env(kit_home), timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(REPO / "tests/notebooks/mxnet_version.ipynb"),
+            str(out_nb),
+            "-k",
+            f"mxnet-{NEWEST}",
+            "-r",
+            "expected_release",
+            OLDEST,
+        ],
+        capture_output=True,
+        text=True,
+        env=kernel_env(kit_home),
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "AssertionError" in proc.stderr and "1.9.1" in proc.stderr
 
@@ -109,8 +143,9 @@ def test_papermill_fails_loudly_on_the_wrong_kernel(built_envs, kit_home, tmp_pa
 @pytest.mark.parametrize("release", [OLDEST, NEWEST])
 def test_kernel_side_unit_tests_pass_inside_the_env(built_envs, kit_home, release):
     python = kit_home / "envs" / release / "bin" / "python"
-    proc = subprocess.run([str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True,
-                          cwd="/", timeout=300)
+    proc = subprocess.run(
+        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0, result["failed"]
     assert len(result["passed"]) >= 10
@@ -120,9 +155,14 @@ def test_interrupted_build_is_never_healthy_and_is_rebuilt(kit_home):
     require_python("3.7")
     release = "1.4.1"
     env_dir = kit_home / "envs" / release
-    proc = subprocess.Popen([sys.executable, "-m", "kit", "env", "create", release],
-                            env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)), cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", "env", "create", release],
+        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while not (env_dir / "pyvenv.cfg").exists():
         assert time.monotonic() < deadline and proc.poll() is None, "build finished before it could be interrupted"
@@ -171,8 +211,7 @@ def test_custom_release_from_a_spec_is_verified(tmp_path):
     assert marker["release"]["custom"] is True and marker["probe"]["mxnet"] == "1.9.1"
     assert (home / "jupyter" / "kernels" / "mxnet-mine" / "kernel.json").exists()
     # the version check is real: a build that reports another version is never made ready
-    bad = run_cli("env", "create", "--name", "liar", "--spec", "mxnet==1.9.1", "--expect-version", "1.8.0",
-                  home=home)
+    bad = run_cli("env", "create", "--name", "liar", "--spec", "mxnet==1.9.1", "--expect-version", "1.8.0", home=home)
     assert bad.returncode == 3
     assert "mxnet reports 1.9.1, expected 1.8.0" in bad.stderr
     assert not (home / "envs" / "liar" / "mxcompat-env.json").exists()
@@ -180,9 +219,25 @@ def test_custom_release_from_a_spec_is_verified(tmp_path):
 
 def test_custom_release_from_a_local_wheel(tmp_path):
     wheels = tmp_path / "wheels"
-    dl = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                         "--python-version", "3.11", "-d", str(wheels), "mxnet==1.6.0"],
-                        capture_output=True, text=True, timeout=600)
+    dl = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--python-version",
+            "3.11",
+            "-d",
+            str(wheels),
+            "mxnet==1.6.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert dl.returncode == 0, dl.stderr[-1000:]
     wheel = next(wheels.glob("mxnet-1.6.0-*.whl"))
     home = tmp_path / "home"
@@ -201,10 +256,23 @@ def _free_port() -> int:
 def test_lab_shows_every_kernel(built_envs, kit_home, tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", "lab", "--no-browser", f"--port={port}", "--IdentityProvider.token=kit-test",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={tmp_path}"],
-        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)), cwd=REPO,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--IdentityProvider.token=kit-test",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.root_dir={tmp_path}",
+        ],
+        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline, specs = time.monotonic() + 90, None
         while specs is None:

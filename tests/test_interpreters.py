@@ -13,7 +13,7 @@ def fake_python(path: Path, version: str, works: bool = True) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     major, minor, micro = version.split(".")
     if works:
-        body = f'#!/bin/sh\necho \'["{path}", [{major}, {minor}, {micro}]]\'\n'
+        body = f"#!/bin/sh\necho '[\"{path}\", [{major}, {minor}, {micro}]]'\n"
     else:
         body = "#!/bin/sh\necho 'pyenv: python3.6: command not found' >&2\nexit 127\n"
     path.write_text(body)

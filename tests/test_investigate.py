@@ -1,4 +1,5 @@
 """Investigating a regression: localize it, bisect it, bundle it."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,25 @@ def regressed_run(trained_store, kit_home, tmp_path_factory):
     shutil.copytree(trained_store["_store"] / OLDEST / "lenet" / "export", store / OLDEST / "lenet" / "export")
     folder = store / OLDEST / "lenet" / "export"
     scale_weight(kit_home, folder / "model-0000.params", "dense0_weight", "w * 1.5")
-    proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "regressed", "--save", OLDEST, "--load", NEWEST,
-                   "--models", "lenet", "--apis", "export", "--store", str(store), home=kit_home, timeout=900)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "regressed",
+        "--save",
+        OLDEST,
+        "--load",
+        NEWEST,
+        "--models",
+        "lenet",
+        "--apis",
+        "export",
+        "--store",
+        str(store),
+        home=kit_home,
+        timeout=900,
+    )
     return {"proc": proc, "runs": runs, "store": store}
 
 
@@ -35,8 +53,9 @@ def test_the_regression_fails_the_run(regressed_run):
 
 @pytest.fixture(scope="module")
 def investigated(regressed_run, kit_home):
-    return run_cli("investigate", "regressed", "--cell", CELL, "--runs-dir", str(regressed_run["runs"]),
-                   home=kit_home, timeout=600)
+    return run_cli(
+        "investigate", "regressed", "--cell", CELL, "--runs-dir", str(regressed_run["runs"]), home=kit_home, timeout=600
+    )
 
 
 def test_investigate_localizes_the_perturbed_layer(regressed_run, investigated):
@@ -47,8 +66,16 @@ def test_investigate_localizes_the_perturbed_layer(regressed_run, investigated):
     slug = f"{OLDEST}__lenet__export__{NEWEST}"
     result = json.loads((regressed_run["runs"] / "regressed" / "investigate" / f"{slug}.json").read_text())
     rows = result["rows"]
-    assert [r["op"] for r in rows[:8]] == ["Convolution", "Activation", "Pooling", "Convolution", "Activation",
-                                          "Pooling", "Reshape", "FullyConnected"]
+    assert [r["op"] for r in rows[:8]] == [
+        "Convolution",
+        "Activation",
+        "Pooling",
+        "Convolution",
+        "Activation",
+        "Pooling",
+        "Reshape",
+        "FullyConnected",
+    ]
     assert all(r["ok"] for r in rows[:7]) and not any(r["ok"] for r in rows[7:])
     assert result["first_divergence"]["attrs"]["num_hidden"] == "64"
     worst = result["worst_elements"][0]
@@ -68,10 +95,18 @@ def test_bundle_holds_what_it_promises(regressed_run, investigated, kit_home):
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
         assert all(n.startswith(slug + "/") and ".." not in n for n in names)
-        for member in ("README.md", "record.json", "fingerprints.json", "run.json", "artifact-manifest.json",
-                       "investigation.json",
-                       f"notebooks/reload-mxnet-{NEWEST}.ipynb", f"notebooks/reload-mxnet-{NEWEST}.html",
-                       f"notebooks/investigate-{slug}.ipynb", f"notebooks/investigate-{slug}.html"):
+        for member in (
+            "README.md",
+            "record.json",
+            "fingerprints.json",
+            "run.json",
+            "artifact-manifest.json",
+            "investigation.json",
+            f"notebooks/reload-mxnet-{NEWEST}.ipynb",
+            f"notebooks/reload-mxnet-{NEWEST}.html",
+            f"notebooks/investigate-{slug}.ipynb",
+            f"notebooks/investigate-{slug}.html",
+        ):
             assert f"{slug}/{member}" in names, member
         readme = z.read(f"{slug}/README.md").decode()
         record = json.loads(z.read(f"{slug}/record.json"))
@@ -84,18 +119,40 @@ def test_bundle_holds_what_it_promises(regressed_run, investigated, kit_home):
 
 
 def test_bad_cells_are_usage_errors(regressed_run, kit_home):
-    for cell, message in (("lenet/export/1.0.0.post4", "MODEL/API/SAVED/LOADED"), ("lenet/pickle/a/b", "unknown API"),
-                          ("lenet/export/../b", "invalid release name"), ("vgg/export/a/b", "no record"),
-                          (f"lenet/export/{OLDEST}/1.4.1", "no record")):
+    for cell, message in (
+        ("lenet/export/1.0.0.post4", "MODEL/API/SAVED/LOADED"),
+        ("lenet/pickle/a/b", "unknown API"),
+        ("lenet/export/../b", "invalid release name"),
+        ("vgg/export/a/b", "no record"),
+        (f"lenet/export/{OLDEST}/1.4.1", "no record"),
+    ):
         proc = run_cli("bundle", "regressed", "--cell", cell, "--runs-dir", str(regressed_run["runs"]), home=kit_home)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
 def test_bisect_names_the_release_that_changed(trained_store, kit_home, tmp_path):
     """1.9.1's exported LeNet loads from 1.5.1 on and not before ('layout'): bisect finds 1.4.1."""
-    proc = run_cli("bisect", "--model", "lenet", "--api", "export", "--saved-with", NEWEST, "--good", NEWEST,
-                   "--bad", OLDEST, "--store", str(trained_store["_store"]), "--run-id", "bis",
-                   "--runs-dir", str(tmp_path), home=kit_home, timeout=1500)
+    proc = run_cli(
+        "bisect",
+        "--model",
+        "lenet",
+        "--api",
+        "export",
+        "--saved-with",
+        NEWEST,
+        "--good",
+        NEWEST,
+        "--bad",
+        OLDEST,
+        "--store",
+        str(trained_store["_store"]),
+        "--run-id",
+        "bis",
+        "--runs-dir",
+        str(tmp_path),
+        home=kit_home,
+        timeout=1500,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "first release with the changed verdict: 1.4.1 (last unchanged: 1.5.1)" in proc.stdout
     summary = json.loads((tmp_path / "bis" / "bisect.json").read_text())

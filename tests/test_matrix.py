@@ -1,4 +1,5 @@
 """mxcompat run: the whole matrix through papermill, its run folder, exit codes, resume and parallelism."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ def comparable(records: dict) -> dict:
     """Records without what legitimately differs between two runs (timings, timestamps, paths)."""
     out = {}
     for key, rec in records.items():
-        out[key] = (rec["verdict"], rec["reason"], json.dumps(rec.get("summary"), sort_keys=True),
-                    json.dumps(rec.get("cases"), sort_keys=True))
+        out[key] = (
+            rec["verdict"],
+            rec["reason"],
+            json.dumps(rec.get("summary"), sort_keys=True),
+            json.dumps(rec.get("cases"), sort_keys=True),
+        )
     return out
 
 
@@ -46,9 +51,18 @@ def first_run(built_envs, kit_home, tmp_path_factory):
 def test_run_folder_holds_every_piece_of_evidence(first_run):
     proc, d = first_run["proc"], first_run["dir"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for rel in (f"train/mxnet-{OLDEST}.ipynb", f"train/mxnet-{NEWEST}.ipynb", f"reload/mxnet-{OLDEST}.ipynb",
-                f"reload/mxnet-{NEWEST}.ipynb", "summary.ipynb", "summary.html", "summary.md", "junit.xml",
-                "records.csv", "run.json"):
+    for rel in (
+        f"train/mxnet-{OLDEST}.ipynb",
+        f"train/mxnet-{NEWEST}.ipynb",
+        f"reload/mxnet-{OLDEST}.ipynb",
+        f"reload/mxnet-{NEWEST}.ipynb",
+        "summary.ipynb",
+        "summary.html",
+        "summary.md",
+        "junit.xml",
+        "records.csv",
+        "run.json",
+    ):
         assert (d / rel).is_file(), rel
     manifest = json.loads((d / "run.json").read_text())
     assert manifest["exit_code"] == 0
@@ -66,7 +80,9 @@ def test_records_table_junit_and_markdown_agree(first_run):
     lines = (d / "records.csv").read_text().splitlines()
     assert lines[0].startswith("saved_with,model,api,loaded_with,direction,verdict") and len(lines) == 85
     suites = ET.parse(d / "junit.xml").getroot().findall("testsuite")
-    assert sorted(s.get("name") for s in suites) == sorted(["export", "module_checkpoint", "save_params", "save_parameters"])
+    assert sorted(s.get("name") for s in suites) == sorted(
+        ["export", "module_checkpoint", "save_params", "save_parameters"]
+    )
     assert sum(int(s.get("tests")) for s in suites) == 84
     assert sum(int(s.get("failures")) for s in suites) == 0
     md = (d / "summary.md").read_text()
@@ -102,10 +118,28 @@ def test_jobs_2_gives_the_same_records_as_jobs_1(first_run, kit_home):
 def test_killed_run_is_resumed_without_redoing_finished_steps(first_run, kit_home):
     runs, store = first_run["runs"], first_run["store"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", "run", "--runs-dir", str(runs), "--save", SAVE, "--run-id", "killed",
-         "--store", str(store), "--jobs", "1"],
-        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)), cwd=REPO, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "kit",
+            "run",
+            "--runs-dir",
+            str(runs),
+            "--save",
+            SAVE,
+            "--run-id",
+            "killed",
+            "--store",
+            str(store),
+            "--jobs",
+            "1",
+        ],
+        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     manifest_path = runs / "killed" / "run.json"
     deadline = time.monotonic() + 300
     while True:
@@ -171,8 +205,9 @@ def test_a_broken_step_exits_3_and_the_run_goes_on(first_run, kit_home, tmp_path
     (home / "envs").mkdir(parents=True)
     for release in (OLDEST, NEWEST):
         (home / "envs" / release).symlink_to(kit_home / "envs" / release)
-        shutil.copytree(kit_home / "jupyter" / "kernels" / f"mxnet-{release}",
-                        home / "jupyter" / "kernels" / f"mxnet-{release}")
+        shutil.copytree(
+            kit_home / "jupyter" / "kernels" / f"mxnet-{release}", home / "jupyter" / "kernels" / f"mxnet-{release}"
+        )
     spec_path = home / "jupyter" / "kernels" / f"mxnet-{OLDEST}" / "kernel.json"
     spec = json.loads(spec_path.read_text())
     spec["argv"][0] = "/nonexistent/python"
@@ -189,6 +224,7 @@ def test_a_broken_step_exits_3_and_the_run_goes_on(first_run, kit_home, tmp_path
 
 def test_two_runs_on_one_run_id_are_refused(first_run, kit_home):
     from kit.runs import Run
+
     held = Run(first_run["runs"], "first")
     held.lock()
     try:
@@ -198,13 +234,16 @@ def test_two_runs_on_one_run_id_are_refused(first_run, kit_home):
     assert proc.returncode == 2 and "in progress in another process" in proc.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--save", NEWEST, "--models", "mlp,nope"], "unknown model(s): nope"),
-    (["--save", NEWEST, "--apis", "pickle"], "unknown API(s): pickle"),
-    (["--save", NEWEST, "--load", OLDEST], "nothing to check"),
-    (["--save", NEWEST, "--run-id", "first"], "run first already exists"),
-    (["--save", NEWEST, "--allow-list", "/nonexistent.yml"], "cannot read allow-list"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--save", NEWEST, "--models", "mlp,nope"], "unknown model(s): nope"),
+        (["--save", NEWEST, "--apis", "pickle"], "unknown API(s): pickle"),
+        (["--save", NEWEST, "--load", OLDEST], "nothing to check"),
+        (["--save", NEWEST, "--run-id", "first"], "run first already exists"),
+        (["--save", NEWEST, "--allow-list", "/nonexistent.yml"], "cannot read allow-list"),
+    ],
+)
 def test_run_usage_errors_with_environments(first_run, kit_home, args, message):
     proc = run(kit_home, first_run["runs"], *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr

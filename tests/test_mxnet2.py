@@ -1,4 +1,5 @@
 """MXNet 2.0 in the matrix: 1.x artifacts loaded in a real 2.0.0b1 environment, 2.0's own artifacts, both ways."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,26 @@ def migration_run(built_envs, kit_home, tmp_path_factory):
     """1.0.0.post4, 1.9.1 and 2.0.0b1 train; 1.9.1 and 2.0.0b1 reload everything, forward cells too."""
     run_cli("env", "create", GLUON2, home=kit_home, check=True)
     runs, store = tmp_path_factory.mktemp("m2-runs"), tmp_path_factory.mktemp("m2-store")
-    proc = run_cli("run", "--runs-dir", str(runs), "--save", f"{OLDEST},{NEWEST},{GLUON2}", "--load",
-                   f"{NEWEST},{GLUON2}", "--models", ",".join(MODELS), "--forward", "--jobs", "2", "--run-id", "m2",
-                   "--store", str(store), home=kit_home, timeout=1800)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--save",
+        f"{OLDEST},{NEWEST},{GLUON2}",
+        "--load",
+        f"{NEWEST},{GLUON2}",
+        "--models",
+        ",".join(MODELS),
+        "--forward",
+        "--jobs",
+        "2",
+        "--run-id",
+        "m2",
+        "--store",
+        str(store),
+        home=kit_home,
+        timeout=1800,
+    )
     return {"proc": proc, "dir": runs / "m2", "records": read_records(runs / "m2"), "store": store, "runs": runs}
 
 
@@ -35,10 +53,16 @@ def _rec(run, saved, model, api, loaded=GLUON2):
 def test_the_run_finishes_and_names_the_lstm_as_the_only_regression(migration_run):
     proc = migration_run["proc"]
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    failing = {(s, m, a) for (s, m, a, l), r in migration_run["records"].items()
-               if r["direction"] == "backward" and r["verdict"] not in ("identical", "close", "unsupported")}
-    assert failing == {(NEWEST, "lstm", "export"), (NEWEST, "lstm", "module_checkpoint"),
-                       (NEWEST, "lstm", "save_parameters")}
+    failing = {
+        (s, m, a)
+        for (s, m, a, _), r in migration_run["records"].items()
+        if r["direction"] == "backward" and r["verdict"] not in ("identical", "close", "unsupported")
+    }
+    assert failing == {
+        (NEWEST, "lstm", "export"),
+        (NEWEST, "lstm", "module_checkpoint"),
+        (NEWEST, "lstm", "save_parameters"),
+    }
 
 
 def test_a_1x_export_is_close_in_2_0_through_symbolblock_imports(migration_run):
@@ -104,20 +128,24 @@ def test_summary_has_the_migration_table(migration_run):
     md = (migration_run["dir"] / "summary.md").read_text()
     assert "## Migrating to MXNet 2.0" in md
     assert re.search(r"\| module_checkpoint \| 1\.0\.0\.post4 \| (close|identical) \d+ via SymbolBlock\.imports \|", md)
-    assert re.search(r"\| module_checkpoint \| 1\.9\.1 \| infer-error 1 \(lstm\), [a-z0-9 ,]+ via SymbolBlock\.imports \|", md)
+    assert re.search(
+        r"\| module_checkpoint \| 1\.9\.1 \| infer-error 1 \(lstm\), [a-z0-9 ,]+ via SymbolBlock\.imports \|", md
+    )
     assert re.search(r"\| save_parameters \| 1\.9\.1 \| load-error 1 \(lstm\), [a-z0-9 ,]+ via Gluon 2\.0 port", md)
     # mlp, lenet, lstm and e2e: the symbolic model never had save_params
     assert re.search(r"\| save_params \| 1\.9\.1 \| unsupported 4: Block\.save_params/load_params were removed", md)
     nb = nbformat.read(migration_run["dir"] / "summary.ipynb", as_version=4)
-    shown = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
-                    for o in c.outputs)
+    shown = "".join(
+        o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
     assert f"in {GLUON2}" in shown and "mx.model.load_checkpoint: MXNetError" in shown
 
 
 def test_kernel_side_unit_tests_pass_inside_2_0(migration_run, kit_home):
     python = kit_home / "envs" / GLUON2 / "bin" / "python"
-    proc = subprocess.run([str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True,
-                          cwd="/", timeout=300)
+    proc = subprocess.run(
+        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0, result["failed"]
     assert "test_mx_adapters.py::test_every_model_builds_and_runs_in_this_release" in result["passed"]
@@ -127,17 +155,42 @@ def test_check_model_takes_a_1x_checkpoint_into_2_0(migration_run, kit_home, tmp
     source = migration_run["store"] / NEWEST / "lenet" / "module_checkpoint"
     for suffix in ("-symbol.json", "-0000.params"):
         (tmp_path / f"mine{suffix}").write_bytes((source / f"model{suffix}").read_bytes())
-    proc = run_cli("check-model", str(tmp_path / "mine"), "--name", "mine", "--epoch", "0", "--input",
-                   "data:1,1,28,28", "--reference-version", NEWEST, "--load", GLUON2, "--run-id", "cm2",
-                   "--runs-dir", str(migration_run["runs"]), home=kit_home, timeout=900)
+    proc = run_cli(
+        "check-model",
+        str(tmp_path / "mine"),
+        "--name",
+        "mine",
+        "--epoch",
+        "0",
+        "--input",
+        "data:1,1,28,28",
+        "--reference-version",
+        NEWEST,
+        "--load",
+        GLUON2,
+        "--run-id",
+        "cm2",
+        "--runs-dir",
+        str(migration_run["runs"]),
+        home=kit_home,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rec = read_records(migration_run["runs"] / "cm2")[(NEWEST, "mine", "checkpoint", GLUON2)]
     assert rec["verdict"] == "identical" and rec["load_path"] == "SymbolBlock + load_dict"
 
 
 def test_investigate_pairs_a_1x_graph_with_its_gluon2_port(migration_run, kit_home):
-    proc = run_cli("investigate", "m2", "--cell", f"lenet/save_parameters/{NEWEST}/{GLUON2}", "--runs-dir",
-                   str(migration_run["runs"]), home=kit_home, timeout=600)
+    proc = run_cli(
+        "investigate",
+        "m2",
+        "--cell",
+        f"lenet/save_parameters/{NEWEST}/{GLUON2}",
+        "--runs-dir",
+        str(migration_run["runs"]),
+        home=kit_home,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "no node past tolerance" in proc.stdout
     assert "nodes matched by position" in proc.stdout  # lenet_conv0_fwd ... against the port's node_0 ...

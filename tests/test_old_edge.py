@@ -1,4 +1,5 @@
 """The old edge: MXNet 0.11.0 (Python 3.6, numpy 1.13.3) saves what it can and is checked like the rest."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,23 @@ def old_edge_run(built_envs, kit_home, tmp_path_factory):
     require_python("3.6")
     run_cli("env", "create", OLD_EDGE, home=kit_home, check=True)
     runs, store = tmp_path_factory.mktemp("old-runs"), tmp_path_factory.mktemp("old-store")
-    proc = run_cli("run", "--runs-dir", str(runs), "--save", OLD_EDGE, "--load", f"{OLD_EDGE},{NEWEST}",
-                   "--models", "mlp,lenet,resnet_bn,symbolic", "--run-id", "old", "--store", str(store),
-                   home=kit_home, timeout=900)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--save",
+        OLD_EDGE,
+        "--load",
+        f"{OLD_EDGE},{NEWEST}",
+        "--models",
+        "mlp,lenet,resnet_bn,symbolic",
+        "--run-id",
+        "old",
+        "--store",
+        str(store),
+        home=kit_home,
+        timeout=900,
+    )
     return {"proc": proc, "records": read_records(runs / "old")}
 
 
@@ -46,8 +61,11 @@ def test_what_0_11_lacks_is_unsupported_with_its_reason(old_edge_run):
 
 def test_kernel_side_unit_tests_pass_inside_0_11(old_edge_run, kit_home):
     python = kit_home / "envs" / OLD_EDGE / "bin" / "python"
-    proc = subprocess.run([str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True,
-                          cwd="/", timeout=300)
+    proc = subprocess.run(
+        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0, result["failed"]
-    assert "test_mx_training.py::test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay" in result["passed"]
+    assert (
+        "test_mx_training.py::test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay" in result["passed"]
+    )

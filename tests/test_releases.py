@@ -5,8 +5,21 @@ from kit.common.errors import UnknownReleaseError, UsageError
 
 
 def test_table_spans_every_supported_release():
-    assert releases.known_names() == ["0.11.0", "1.0.0.post4", "1.1.0", "1.2.1", "1.3.1", "1.4.1", "1.5.1", "1.6.0",
-                                      "1.7.0.post2", "1.8.0.post0", "1.9.1", "2.0.0a0", "2.0.0b1"]
+    assert releases.known_names() == [
+        "0.11.0",
+        "1.0.0.post4",
+        "1.1.0",
+        "1.2.1",
+        "1.3.1",
+        "1.4.1",
+        "1.5.1",
+        "1.6.0",
+        "1.7.0.post2",
+        "1.8.0.post0",
+        "1.9.1",
+        "2.0.0a0",
+        "2.0.0b1",
+    ]
 
 
 def test_0_11_saves_what_it_had():
@@ -21,11 +34,20 @@ def test_2_0_releases_save_only_what_2_0_kept():
         assert any("SymbolBlock.imports" in q for q in r.quirks)
 
 
-@pytest.mark.parametrize("name,python,numpy", [
-    ("1.0.0.post4", "3.6", "1.13.3"), ("1.1.0", "3.6", "1.13.3"), ("1.2.1", "3.7", "1.14.6"),
-    ("1.4.1", "3.7", "1.14.6"), ("1.5.1", "3.11", "1.23.5"), ("1.9.1", "3.11", "1.23.5"),
-    ("2.0.0a0", "3.11", "1.23.5"), ("2.0.0b1", "3.11", "1.23.5"), ("0.11.0", "3.6", "1.13.3"),
-])
+@pytest.mark.parametrize(
+    "name,python,numpy",
+    [
+        ("1.0.0.post4", "3.6", "1.13.3"),
+        ("1.1.0", "3.6", "1.13.3"),
+        ("1.2.1", "3.7", "1.14.6"),
+        ("1.4.1", "3.7", "1.14.6"),
+        ("1.5.1", "3.11", "1.23.5"),
+        ("1.9.1", "3.11", "1.23.5"),
+        ("2.0.0a0", "3.11", "1.23.5"),
+        ("2.0.0b1", "3.11", "1.23.5"),
+        ("0.11.0", "3.6", "1.13.3"),
+    ],
+)
 def test_measured_python_and_numpy(name, python, numpy):
     r = releases.get(name)
     assert r.python == python
@@ -73,14 +95,17 @@ def test_custom_release_from_spec_and_wheel(tmp_path):
     assert releases.Release.from_dict(r.to_dict()) == r
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    (dict(name="1.9.1", python="3.11", spec="mxnet==1.9.1"), "is a release in the table"),
-    (dict(name="x", python="3.11"), "exactly one of"),
-    (dict(name="x", python="3.11", spec="a", wheel="b"), "exactly one of"),
-    (dict(name="x", python="eleven", spec="mxnet"), "--python-version"),
-    (dict(name="x", python="3.11", wheel="/nonexistent/mxnet-1.0-py3-none-any.whl"), "wheel not found"),
-    (dict(name="../evil", python="3.11", spec="mxnet"), "invalid environment name"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(name="1.9.1", python="3.11", spec="mxnet==1.9.1"), "is a release in the table"),
+        (dict(name="x", python="3.11"), "exactly one of"),
+        (dict(name="x", python="3.11", spec="a", wheel="b"), "exactly one of"),
+        (dict(name="x", python="eleven", spec="mxnet"), "--python-version"),
+        (dict(name="x", python="3.11", wheel="/nonexistent/mxnet-1.0-py3-none-any.whl"), "wheel not found"),
+        (dict(name="../evil", python="3.11", spec="mxnet"), "invalid environment name"),
+    ],
+)
 def test_custom_release_errors(kwargs, message):
     name = kwargs.pop("name")
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):

@@ -1,4 +1,5 @@
 """Fault injection: bad artifacts, dead kernels, interruptions, bad arguments. Nothing finished is lost."""
+
 from __future__ import annotations
 
 import errno
@@ -26,7 +27,7 @@ def _truncate(path: Path) -> None:
 def _flip_middle(path: Path) -> None:
     data = bytearray(path.read_bytes())
     mid = len(data) // 2  # inside the weights, far from the header and the names at the end
-    data[mid:mid + 64] = b"\x7f" * 64  # whatever the alignment: floats near 3e38
+    data[mid : mid + 64] = b"\x7f" * 64  # whatever the alignment: floats near 3e38
     path.write_bytes(bytes(data))
 
 
@@ -80,8 +81,13 @@ def test_each_bad_artifact_gets_its_verdict_and_the_rest_is_unaffected(trained_s
         folder = store / OLDEST / model / api
         shutil.copytree(trained_store["_store"] / OLDEST / model / api, folder)
         _apply(fault, folder, trained_store["_store"])
-    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
-                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    run_notebook(
+        NOTEBOOKS / "reload.ipynb",
+        tmp_path / "reload.ipynb",
+        f"mxnet-{NEWEST}",
+        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
+        home=KitHome(kit_home),
+    )
     records = read_records(tmp_path)
     assert len(records) == len(FAULTS)
     for model, api, fault, verdict, text in FAULTS:
@@ -94,13 +100,29 @@ def test_each_bad_artifact_gets_its_verdict_and_the_rest_is_unaffected(trained_s
 
 
 @pytest.mark.envs
-@pytest.mark.parametrize("fault,verdict", [("kill:lenet/export:load", "load-error"),
-                                           ("abort:mlp/module_checkpoint:infer", "infer-error")])
+@pytest.mark.parametrize(
+    "fault,verdict", [("kill:lenet/export:load", "load-error"), ("abort:mlp/module_checkpoint:infer", "infer-error")]
+)
 def test_a_dying_kernel_loses_no_record(trained_store, kit_home, tmp_path, fault, verdict):
     runs = tmp_path / "runs"
-    proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "dies", "--save", f"{OLDEST},{NEWEST}", "--load",
-                   NEWEST, "--models", "mlp,lenet", "--store", str(trained_store["_store"]),
-                   home=kit_home, env=dict(os.environ, MXCOMPAT_FAULT=fault), timeout=900)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "dies",
+        "--save",
+        f"{OLDEST},{NEWEST}",
+        "--load",
+        NEWEST,
+        "--models",
+        "mlp,lenet",
+        "--store",
+        str(trained_store["_store"]),
+        home=kit_home,
+        env=dict(os.environ, MXCOMPAT_FAULT=fault),
+        timeout=900,
+    )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "kernel(s) died and were restarted" in proc.stdout
     records = read_records(runs / "dies")
@@ -121,10 +143,25 @@ def test_a_dying_kernel_loses_no_record(trained_store, kit_home, tmp_path, fault
 @pytest.mark.envs
 def test_ctrl_c_leaves_a_run_that_resume_completes(trained_store, kit_home, tmp_path):
     runs = tmp_path / "runs"
-    args = ["run", "--runs-dir", str(runs), "--run-id", "ctrlc", "--save", f"{OLDEST},{NEWEST}",
-            "--store", str(trained_store["_store"])]
-    proc = subprocess.Popen([sys.executable, "-m", "kit", *args], env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = [
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "ctrlc",
+        "--save",
+        f"{OLDEST},{NEWEST}",
+        "--store",
+        str(trained_store["_store"]),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", *args],
+        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while not list((runs / "ctrlc" / "records").glob("[!.]*.json")):
         assert time.monotonic() < deadline and proc.poll() is None
@@ -142,8 +179,9 @@ def test_ctrl_c_leaves_a_run_that_resume_completes(trained_store, kit_home, tmp_
 def test_a_store_that_cannot_be_written_and_a_missing_kernel_are_refused(built_envs, kit_home, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    proc = run_cli("run", "--runs-dir", str(tmp_path / "runs"), "--save", NEWEST, "--store", str(blocker / "store"),
-                   home=kit_home)
+    proc = run_cli(
+        "run", "--runs-dir", str(tmp_path / "runs"), "--save", NEWEST, "--store", str(blocker / "store"), home=kit_home
+    )
     assert proc.returncode == 2 and "cannot be written" in proc.stderr
     home = tmp_path / "home"
     (home / "envs").mkdir(parents=True)
@@ -159,6 +197,7 @@ def test_a_full_disk_leaves_no_half_written_record(tmp_path, monkeypatch):
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
+
     monkeypatch.setattr(json, "dump", full)
     with pytest.raises(OSError):
         artifacts.write_json_atomic(str(path), {"verdict": "mismatch"})
@@ -177,9 +216,16 @@ def test_nothing_unpickles():
 
 def test_crafted_store_keys_cannot_escape(tmp_path):
     from kit.store import _refs_from_manifest_paths
-    refs = _refs_from_manifest_paths(["1.9.1/mlp/export/manifest.json", "../../etc/x/manifest.json",
-                                      "1.9.1/../x/manifest.json", ".versions/1.9.1/mlp/export/1-ab/manifest.json",
-                                      ".versions/../../a/b/manifest.json"])
+
+    refs = _refs_from_manifest_paths(
+        [
+            "1.9.1/mlp/export/manifest.json",
+            "../../etc/x/manifest.json",
+            "1.9.1/../x/manifest.json",
+            ".versions/1.9.1/mlp/export/1-ab/manifest.json",
+            ".versions/../../a/b/manifest.json",
+        ]
+    )
     assert [r.rel for r in refs] == ["1.9.1/mlp/export", ".versions/1.9.1/mlp/export/1-ab"]
 
 
@@ -188,11 +234,27 @@ def test_credentials_never_reach_notebooks_records_or_bundles(trained_store, kit
     secret = "wJalrXUtnFEMI-kit-test-secret"
     runs = tmp_path / "runs"
     env = dict(os.environ, AWS_ACCESS_KEY_ID="AKIAKITTEST", AWS_SECRET_ACCESS_KEY=secret)
-    proc = run_cli("run", "--runs-dir", str(runs), "--run-id", "creds", "--save", OLDEST, "--load", NEWEST,
-                   "--models", "mlp", "--store", str(trained_store["_store"]), home=kit_home, env=env)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "creds",
+        "--save",
+        OLDEST,
+        "--load",
+        NEWEST,
+        "--models",
+        "mlp",
+        "--store",
+        str(trained_store["_store"]),
+        home=kit_home,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    bundle = run_cli("bundle", "creds", "--cell", f"mlp/export/{OLDEST}/{NEWEST}", "--runs-dir", str(runs),
-                     home=kit_home, env=env)
+    bundle = run_cli(
+        "bundle", "creds", "--cell", f"mlp/export/{OLDEST}/{NEWEST}", "--runs-dir", str(runs), home=kit_home, env=env
+    )
     assert bundle.returncode == 0
     for path in runs.rglob("*"):
         if path.is_file():

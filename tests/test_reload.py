@@ -1,4 +1,5 @@
 """reload.ipynb across real releases: verdicts measured on 1.0.0.post4 and 1.9.1 artifacts."""
+
 from __future__ import annotations
 
 import shutil
@@ -74,8 +75,7 @@ def test_records_carry_tolerance_timing_and_fingerprints(reloaded):
 
 def test_notebook_ends_with_verdict_tables(reloaded):
     nb = nbformat.read(reloaded[OLDEST]["dir"] / "reload.ipynb", 4)
-    html = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
-                   for o in c.outputs)
+    html = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "<h3>backward and same release</h3>" in html and "<h3>forward</h3>" in html
     assert "load-error" in html
 
@@ -93,8 +93,13 @@ def test_tampered_params_is_corrupt_and_nothing_loads(trained_store, kit_home, t
     data = bytearray(params.read_bytes())
     data[len(data) // 2] ^= 0xFF
     params.write_bytes(bytes(data))
-    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
-                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    run_notebook(
+        NOTEBOOKS / "reload.ipynb",
+        tmp_path / "reload.ipynb",
+        f"mxnet-{NEWEST}",
+        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
+        home=KitHome(kit_home),
+    )
     rec = read_records(tmp_path)[(OLDEST, "mlp", "export", NEWEST)]
     assert rec["verdict"] == "corrupt"
     assert "model-0000.params" in rec["reason"] and "nothing was loaded" in rec["reason"]
@@ -105,8 +110,13 @@ def test_perturbed_weight_with_a_valid_hash_is_caught_by_the_diff(trained_store,
     store = tmp_path / "store"
     folder = _copy_artifact(trained_store["_store"], OLDEST, "lenet", "save_params", store)
     scale_weight(kit_home, folder / "model.params", "dense1_weight", "w * 1.05")
-    run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
-                 {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)}, home=KitHome(kit_home))
+    run_notebook(
+        NOTEBOOKS / "reload.ipynb",
+        tmp_path / "reload.ipynb",
+        f"mxnet-{NEWEST}",
+        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
+        home=KitHome(kit_home),
+    )
     rec = read_records(tmp_path)[(OLDEST, "lenet", "save_params", NEWEST)]
     assert rec["verdict"] in ("drift", "mismatch"), rec["reason"]
     assert rec["summary"]["frac_out_of_tolerance"] > 0.5
@@ -114,9 +124,14 @@ def test_perturbed_weight_with_a_valid_hash_is_caught_by_the_diff(trained_store,
 
 def test_nothing_to_compare_is_an_error_not_a_pass(built_envs, kit_home, tmp_path):
     import papermill
+
     with pytest.raises(papermill.PapermillExecutionError) as e:
-        run_notebook(NOTEBOOKS / "reload.ipynb", tmp_path / "reload.ipynb", f"mxnet-{NEWEST}",
-                     {"mxnet_version": NEWEST, "store": str(tmp_path / "empty"), "out_dir": str(tmp_path)},
-                     home=KitHome(kit_home))
+        run_notebook(
+            NOTEBOOKS / "reload.ipynb",
+            tmp_path / "reload.ipynb",
+            f"mxnet-{NEWEST}",
+            {"mxnet_version": NEWEST, "store": str(tmp_path / "empty"), "out_dir": str(tmp_path)},
+            home=KitHome(kit_home),
+        )
     assert "no artifacts to check" in str(e.value)
     assert not (tmp_path / "records").exists()

@@ -1,4 +1,5 @@
 """Run folders: partial writes of dead writers are swept, a live writer's are kept."""
+
 import os
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """The artifact store against a real S3 protocol server (moto in server mode on loopback)."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,7 @@ def test_push_pull_round_trip(trained_store, s3env, tmp_path):
 def test_anonymous_read_of_a_public_read_push(trained_store, s3env, tmp_path, monkeypatch):
     bucket = make_bucket("kit-public")
     src = store_mod.LocalStore(trained_store["_store"])
-    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/pub", public_read=True), releases=[OLDEST],
-                   models=["mlp"])
+    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/pub", public_read=True), releases=[OLDEST], models=["mlp"])
     store_mod.push(src, store_mod.open_store(f"s3://{bucket}/private"), releases=[OLDEST], models=["mlp"])
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(var)
@@ -74,8 +74,9 @@ def test_anonymous_read_of_a_public_read_push(trained_store, s3env, tmp_path, mo
 def test_tampered_object_is_refused_and_nothing_is_written(trained_store, s3env, tmp_path):
     bucket = make_bucket("kit-tamper")
     remote = store_mod.open_store(f"s3://{bucket}/b")
-    store_mod.push(store_mod.LocalStore(trained_store["_store"]), remote, releases=[OLDEST], models=["lenet"],
-                   apis=["export"])
+    store_mod.push(
+        store_mod.LocalStore(trained_store["_store"]), remote, releases=[OLDEST], models=["lenet"], apis=["export"]
+    )
     boto3.client("s3").put_object(Bucket=bucket, Key=f"b/{OLDEST}/lenet/export/model-0000.params", Body=b"evil")
     dest = store_mod.LocalStore(tmp_path / "local")
     with pytest.raises(store_mod.StoreError, match="sha256 mismatch in model-0000.params"):
@@ -101,6 +102,7 @@ def test_interrupted_upload_never_looks_complete(trained_store, s3env, monkeypat
         if what.startswith("commit") and calls["n"] > 5:
             raise store_mod.StoreError("connection lost (simulated)")
         return real_call(what, fn, **kwargs)
+
     monkeypatch.setattr(remote, "_call", failing)
     with pytest.raises(store_mod.StoreError, match="simulated"):
         remote.upload(ref, src.path(ref))
@@ -115,6 +117,7 @@ def test_server_down_is_a_clear_error_after_bounded_retries(tmp_path, monkeypatc
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
@@ -126,21 +129,41 @@ def test_server_down_is_a_clear_error_after_bounded_retries(tmp_path, monkeypatc
     assert time.monotonic() - started < 30
     assert "failed for s3://kit-down/b" in str(e.value) and f"127.0.0.1:{port}" in str(e.value)
     assert not (tmp_path / "local").exists() or not any((tmp_path / "local").rglob("*"))
-    proc = run_cli("store", "pull", "s3://kit-down/b", "--to", str(tmp_path / "cli"), "--endpoint-url",
-                   f"http://127.0.0.1:{port}", home=tmp_path)
+    proc = run_cli(
+        "store",
+        "pull",
+        "s3://kit-down/b",
+        "--to",
+        str(tmp_path / "cli"),
+        "--endpoint-url",
+        f"http://127.0.0.1:{port}",
+        home=tmp_path,
+    )
     assert proc.returncode == 3 and "is the endpoint up" in proc.stderr
 
 
 @pytest.mark.envs
 def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
     import shutil
+
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
     first = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     old_pv = first.manifest["param_version"]
-    run_notebook(NOTEBOOKS / "train.ipynb", tmp_path / "retrain.ipynb", f"mxnet-{NEWEST}",
-                 {"mxnet_version": NEWEST, "out_dir": str(store), "models": ["mlp"], "apis": ["export"], "seed": 7,
-                  "overwrite": True}, home=KitHome(kit_home))
+    run_notebook(
+        NOTEBOOKS / "train.ipynb",
+        tmp_path / "retrain.ipynb",
+        f"mxnet-{NEWEST}",
+        {
+            "mxnet_version": NEWEST,
+            "out_dir": str(store),
+            "models": ["mlp"],
+            "apis": ["export"],
+            "seed": 7,
+            "overwrite": True,
+        },
+        home=KitHome(kit_home),
+    )
     current = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     assert current.manifest["param_version"] != old_pv and current.path == store / NEWEST / "mlp" / "export"
     kept = store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
@@ -156,19 +179,18 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
 
 
 @pytest.mark.envs
-def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(
-        built_envs, kit_home, s3env, tmp_path):
+def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(built_envs, kit_home, s3env, tmp_path):
     bucket = make_bucket("kit-runs")
     url = f"s3://{bucket}/matrix"
     env = dict(os.environ)
     runs = tmp_path / "runs"
-    args = ("run", "--runs-dir", str(runs), "--save", f"{OLDEST},{NEWEST}", "--models", "mlp,lenet,e2e",
-            "--store", url)
+    args = ("run", "--runs-dir", str(runs), "--save", f"{OLDEST},{NEWEST}", "--models", "mlp,lenet,e2e", "--store", url)
     first = run_cli(*args, "--run-id", "pusher", home=kit_home, env=env, timeout=900)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "pushed 24 artifact(s)" in first.stdout
     cache = store_mod.cache_for(store_mod.open_store(url), KitHome(kit_home)).root
     import shutil
+
     shutil.rmtree(cache)
     second = run_cli(*args, "--run-id", "puller", home=kit_home, env=env, timeout=900)
     assert second.returncode == 0, second.stdout[-2000:]

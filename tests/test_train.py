@@ -1,4 +1,5 @@
 """train.ipynb through papermill in the oldest and newest environments: artifacts, manifests, references."""
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,24 @@ MODELS = ["mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e"]
 APIS = ["export", "save_parameters", "save_params", "module_checkpoint"]
 ALL = set(APIS)
 EXPECTED_SAVED = {
-    OLDEST: {"mlp": {"export", "save_params", "module_checkpoint"},
-             "lenet": {"export", "save_params", "module_checkpoint"},
-             "resnet_bn": {"export", "save_params", "module_checkpoint"},
-             "lstm": {"save_params"},
-             "embedding": {"export", "save_params", "module_checkpoint"},
-             "symbolic": {"module_checkpoint"},
-             "e2e": set()},
-    NEWEST: {"mlp": ALL, "lenet": ALL, "resnet_bn": ALL, "lstm": ALL, "embedding": ALL,
-             "symbolic": {"module_checkpoint"}, "e2e": ALL},
+    OLDEST: {
+        "mlp": {"export", "save_params", "module_checkpoint"},
+        "lenet": {"export", "save_params", "module_checkpoint"},
+        "resnet_bn": {"export", "save_params", "module_checkpoint"},
+        "lstm": {"save_params"},
+        "embedding": {"export", "save_params", "module_checkpoint"},
+        "symbolic": {"module_checkpoint"},
+        "e2e": set(),
+    },
+    NEWEST: {
+        "mlp": ALL,
+        "lenet": ALL,
+        "resnet_bn": ALL,
+        "lstm": ALL,
+        "embedding": ALL,
+        "symbolic": {"module_checkpoint"},
+        "e2e": ALL,
+    },
 }
 N_CLASSES = {"lstm": 3, "embedding": 3}
 
@@ -82,7 +92,9 @@ def test_references_have_the_right_shapes_and_match_memory(trained_store, releas
         for api in EXPECTED_SAVED[release][model]:
             m = manifest(store, release, model, api)
             ref = artifacts.load_reference(str(store / release / model / api / "reference.npz"))
-            expected_cases = {"batch", "zeros", "large"} | ({"negative"} if m["inputs"][0]["kind"] == "float" else set())
+            expected_cases = {"batch", "zeros", "large"} | (
+                {"negative"} if m["inputs"][0]["kind"] == "float" else set()
+            )
             assert set(ref) == expected_cases
             out = ref["batch"]["output"][0]
             assert out.shape == (8, N_CLASSES.get(model, 4)) and out.dtype == np.float32
@@ -124,19 +136,33 @@ def test_baselines_are_frozen_unless_overwritten(trained_store, kit_home, tmp_pa
     path = store / NEWEST / "mlp" / "export" / "manifest.json"
     before = path.read_text()
     out = tmp_path / "again.ipynb"
-    run_notebook(NOTEBOOKS / "train.ipynb", out, f"mxnet-{NEWEST}",
-                 {"mxnet_version": NEWEST, "out_dir": str(store), "models": ["mlp"]}, home=KitHome(kit_home))
+    run_notebook(
+        NOTEBOOKS / "train.ipynb",
+        out,
+        f"mxnet-{NEWEST}",
+        {"mxnet_version": NEWEST, "out_dir": str(store), "models": ["mlp"]},
+        home=KitHome(kit_home),
+    )
     assert path.read_text() == before
-    text = "".join(o.get("data", {}).get("text/html", "") for c in nbformat.read(out, 4).cells
-                   if c.cell_type == "code" for o in c.outputs)
+    text = "".join(
+        o.get("data", {}).get("text/html", "")
+        for c in nbformat.read(out, 4).cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
     assert text.count(">exists<") == 4
 
 
 def test_wrong_kernel_fails_loudly_with_the_cell_visible(built_envs, kit_home, tmp_path):
     out = tmp_path / "wrong.ipynb"
     with pytest.raises(papermill.PapermillExecutionError) as e:
-        run_notebook(NOTEBOOKS / "train.ipynb", out, f"mxnet-{OLDEST}",
-                     {"mxnet_version": NEWEST, "out_dir": str(tmp_path / "store")}, home=KitHome(kit_home))
+        run_notebook(
+            NOTEBOOKS / "train.ipynb",
+            out,
+            f"mxnet-{OLDEST}",
+            {"mxnet_version": NEWEST, "out_dir": str(tmp_path / "store")},
+            home=KitHome(kit_home),
+        )
     assert "this kernel runs MXNet 1.0.0, but mxnet_version is '1.9.1'" in str(e.value)
     nb = nbformat.read(out, 4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]

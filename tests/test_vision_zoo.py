@@ -1,4 +1,5 @@
 """The vision group: gluon model-zoo architectures through every API, across releases; the e2e benchmark."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,25 @@ def vision_run(built_envs, kit_home, tmp_path_factory):
     """Oldest and 1.5.1 train the vision group; 1.5.1 and newest reload it."""
     run_cli("env", "create", MIDDLE, BEFORE_CHANGE, home=kit_home, check=True)
     runs, store = tmp_path_factory.mktemp("vision-runs"), tmp_path_factory.mktemp("vision-store")
-    proc = run_cli("run", "--runs-dir", str(runs), "--save", f"{OLDEST},{MIDDLE}", "--load", f"{MIDDLE},{NEWEST}",
-                   "--models", "vision", "--jobs", "2", "--run-id", "vision", "--store", str(store),
-                   home=kit_home, timeout=2400)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--save",
+        f"{OLDEST},{MIDDLE}",
+        "--load",
+        f"{MIDDLE},{NEWEST}",
+        "--models",
+        "vision",
+        "--jobs",
+        "2",
+        "--run-id",
+        "vision",
+        "--store",
+        str(store),
+        home=kit_home,
+        timeout=2400,
+    )
     return {"proc": proc, "dir": runs / "vision", "store": store, "records": read_records(runs / "vision")}
 
 
@@ -82,8 +99,12 @@ def test_artifacts_record_what_was_built(vision_run):
     nodes = json.loads((store / MIDDLE / "e2e_resnet18" / "export" / "model-symbol.json").read_text())["nodes"]
     ops = [n["op"] for n in nodes]
     # the transforms are in the exported graph, before the first convolution
-    assert ops.index("_image_resize") < ops.index("_image_to_tensor") < ops.index("_image_normalize") \
+    assert (
+        ops.index("_image_resize")
+        < ops.index("_image_to_tensor")
+        < ops.index("_image_normalize")
         < ops.index("Convolution")
+    )
     params = json.loads((store / OLDEST / "resnet18_v1" / "save_params" / "manifest.json").read_text())["parameters"]
     assert "resnet18_v1_conv0_weight" in params and params["resnet18_v1_conv0_weight"]["shape"] == [64, 3, 7, 7]
 
@@ -91,6 +112,7 @@ def test_artifacts_record_what_was_built(vision_run):
 def test_every_architecture_answers_differently_for_different_inputs(vision_run):
     """A network that gives every input the same output could not show a regression: none of them may."""
     import numpy as np
+
     for model in CLASSIC + list(NEW_IN_LATER):
         with np.load(vision_run["store"] / MIDDLE / model / "export" / "reference.npz") as z:
             outputs = [z[k] for k in z.files if k.startswith("batch") and "output" in k]
@@ -111,9 +133,25 @@ def test_fixed_head_pools_become_global_and_nothing_else_changes(vision_run):
 def test_model_zoo_code_change_shows_as_a_verdict(vision_run, kit_home, tmp_path):
     """MobileNetV2 saved by 1.2 (relu, old strides) and rebuilt by 1.9's model-zoo code (relu6, new strides):
     the parameters load, the outputs differ. The graph-carrying APIs are unaffected."""
-    proc = run_cli("run", "--runs-dir", str(tmp_path), "--save", BEFORE_CHANGE, "--load", NEWEST,
-                   "--models", "mobilenet_v2", "--apis", "export,save_parameters", "--run-id", "v2",
-                   "--store", str(tmp_path / "store"), home=kit_home, timeout=1200)
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(tmp_path),
+        "--save",
+        BEFORE_CHANGE,
+        "--load",
+        NEWEST,
+        "--models",
+        "mobilenet_v2",
+        "--apis",
+        "export,save_parameters",
+        "--run-id",
+        "v2",
+        "--store",
+        str(tmp_path / "store"),
+        home=kit_home,
+        timeout=1200,
+    )
     records = read_records(tmp_path / "v2")
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert records[(BEFORE_CHANGE, "mobilenet_v2", "export", NEWEST)]["verdict"] in ("close", "identical")
@@ -131,13 +169,33 @@ def test_unknown_model_group_is_refused(kit_home, built_envs):
 
 def test_e2e_benchmark_reduced_writes_every_field(built_envs, kit_home, tmp_path):
     import subprocess
+
     out = tmp_path / "e2e.json"
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / "e2e_bench.py"), "--releases", f"{OLDEST},{NEWEST}",
-                           "--reduced", "--home", str(kit_home), "--out", str(out), "--plot"],
-                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "e2e_bench.py"),
+            "--releases",
+            f"{OLDEST},{NEWEST}",
+            "--reduced",
+            "--home",
+            str(kit_home),
+            "--out",
+            str(out),
+            "--plot",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
-    assert result["benchmark"] == "e2e_fused_vs_separate" and result["settings"] == {"runs": 2, "warmup": 1, "batch": 25}
+    assert result["benchmark"] == "e2e_fused_vs_separate" and result["settings"] == {
+        "runs": 2,
+        "warmup": 1,
+        "batch": 25,
+    }
     old, new = result["releases"]
     assert old["release"] == OLDEST and "Resize is not a HybridBlock" in old["unsupported"]
     assert new["mxnet_version"] == NEWEST and new["batch_size"] == 25
@@ -147,8 +205,15 @@ def test_e2e_benchmark_reduced_writes_every_field(built_envs, kit_home, tmp_path
         assert c["max_abs_output_difference"] < 1e-3  # the same weights and transforms, fused or not
         for mode in ("fused", "separate"):
             t = c[mode]
-            assert set(t) == {"runs", "mean_seconds", "median_seconds", "std_seconds", "min_seconds", "per_sample_ms",
-                              "per_sample_ms_median"}
+            assert set(t) == {
+                "runs",
+                "mean_seconds",
+                "median_seconds",
+                "std_seconds",
+                "min_seconds",
+                "per_sample_ms",
+                "per_sample_ms_median",
+            }
             assert t["runs"] == 2 and 0 < t["min_seconds"] <= t["mean_seconds"]
             assert t["per_sample_ms"] == pytest.approx(t["mean_seconds"] / n * 1000)
         assert c["separate_over_fused"] == pytest.approx(c["separate"]["mean_seconds"] / c["fused"]["mean_seconds"])

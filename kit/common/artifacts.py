@@ -5,6 +5,7 @@ the saved files, ``reference.npz`` (inputs and the outputs the saving release
 produced) and ``manifest.json``. A folder is built beside its final place and
 renamed into it, so a crash never leaves a half artifact that looks complete.
 """
+
 import hashlib
 import json
 import os

@@ -4,6 +4,7 @@ Measured on Linux x86_64 CPU wheels with ``hasattr`` probes of every release
 (see the release table on the host side); kept here so kernel-side adapters and
 the host's table answer from one source.
 """
+
 from kit.common.versions import at_least
 
 #: save/load APIs the kit exercises, in the order they are shown.
@@ -12,8 +13,16 @@ APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
 #: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
 #: real architectures from mxnet.gluon.model_zoo.vision (kit.kernel.vision_zoo): bigger, so opt-in.
-VISION_MODELS = ("resnet18_v1", "resnet18_v2", "mobilenet_v1", "mobilenet_v2", "squeezenet1_1", "densenet121",
-                 "vgg11_bn", "e2e_resnet18")
+VISION_MODELS = (
+    "resnet18_v1",
+    "resnet18_v2",
+    "mobilenet_v1",
+    "mobilenet_v2",
+    "squeezenet1_1",
+    "densenet121",
+    "vgg11_bn",
+    "e2e_resnet18",
+)
 MODEL_NAMES = CORE_MODELS + VISION_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
 MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": MODEL_NAMES}
@@ -50,20 +59,25 @@ NAIVE_LOAD_PATHS = {"module_checkpoint": "mx.model.load_checkpoint"}
 #: the workaround for an artifact whose load API a release removed
 WORKAROUNDS = {
     "save_params": "re-save it in a 1.x release with save_parameters (structural names), or load the file with "
-                   "mx.nd.load inside mx.util.np_shape(False) and set the port's parameters by name",
+    "mx.nd.load inside mx.util.np_shape(False) and set the port's parameters by name",
 }
 
 # feature -> (first release that has it, why older ones lack it)
 _FEATURE_SINCE = {
-    "symbolblock_imports": ("1.2.0", "SymbolBlock.imports arrived in MXNet 1.2; older releases rebuild the block from sym.load"),
+    "symbolblock_imports": (
+        "1.2.0",
+        "SymbolBlock.imports arrived in MXNet 1.2; older releases rebuild the block from sym.load",
+    ),
     "gluon_transforms": ("1.1.0", "mxnet.gluon.data.vision.transforms arrived in MXNet 1.1"),
     "runtime_features": ("1.5.0", "mxnet.runtime.Features arrived in MXNet 1.5"),
     "mobilenet_v1": ("0.12.0", "model_zoo.vision.mobilenet* is not in MXNet 0.11"),
     "mobilenet_v2": ("1.2.0", "model_zoo.vision.mobilenet_v2_* arrived in MXNet 1.2"),
     "subgraph_backend_none": ("1.6.0", "MXNET_SUBGRAPH_BACKEND=NONE is understood from MXNet 1.6 on"),
     "hybrid_rnn": ("1.3.0", "gluon.rnn.LSTM is not a HybridBlock before MXNet 1.3, so it cannot be exported"),
-    "batched_image_transforms": ("1.5.0", "before MXNet 1.5, ToTensor/Normalize take one HWC image and "
-                                          "Resize is not a HybridBlock"),
+    "batched_image_transforms": (
+        "1.5.0",
+        "before MXNet 1.5, ToTensor/Normalize take one HWC image and Resize is not a HybridBlock",
+    ),
     "gluon2": (GLUON2, "the Gluon 2.0 interface (forward, structural names, numpy semantics) arrived in MXNet 2.0"),
 }
 
@@ -80,7 +94,7 @@ def expand_models(names):
     if not names:
         return list(CORE_MODELS), []
     models, unknown = [], []
-    for name in ([names] if isinstance(names, str) else names):
+    for name in [names] if isinstance(names, str) else names:
         for model in MODEL_GROUPS.get(name, (name,)):
             if model not in MODEL_NAMES:
                 unknown.append(model)

@@ -1,4 +1,5 @@
 """Reference inputs: a realistic batch plus the edge cases where numerics move first."""
+
 import os
 from collections import OrderedDict
 

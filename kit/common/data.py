@@ -5,11 +5,12 @@ stable across numpy versions), so a data set is a pure function of its
 arguments and the seed. Each generator returns ``(x, y)`` with labels as
 float32 class indices, the form MXNet's losses take.
 """
+
 import numpy as np
 
 
 def _rng(seed, salt):
-    return np.random.RandomState((int(seed) * 1000003 + salt) % (2 ** 32))
+    return np.random.RandomState((int(seed) * 1000003 + salt) % (2**32))
 
 
 def tabular(n, n_features=20, n_classes=4, seed=0):
@@ -30,7 +31,7 @@ def images(n, channels=1, size=28, n_classes=4, seed=0):
         for _ in range(3):
             cy, cx = trng.uniform(0, size, 2)
             radius = trng.uniform(size / 8.0, size / 4.0)
-            blob = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * radius ** 2))
+            blob = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * radius**2))
             templates[c] += blob[None, :, :] * trng.uniform(0.5, 1.0, (channels, 1, 1))
     # np.exp's last bit differs between numpy builds (SIMD paths): rounding keeps the bytes identical
     templates = np.round(templates / templates.max(), 6).astype(np.float32)
@@ -65,5 +66,5 @@ def batches(x, y, batch_size, shuffle_seed=None):
     if shuffle_seed is not None:
         _rng(shuffle_seed, 41).shuffle(order)
     for start in range(0, len(x), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         yield x[idx], y[idx]

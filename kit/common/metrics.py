@@ -1,4 +1,5 @@
 """Comparing a loaded model's outputs with the saving release's reference outputs."""
+
 import numpy as np
 
 from kit.common import tolerance as tolerance_mod
@@ -27,8 +28,13 @@ def compare(actual, expected, tol):
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
-    m = {"shape": list(actual.shape), "expected_shape": list(expected.shape), "dtype": str(actual.dtype),
-         "expected_dtype": str(expected.dtype), "tolerance": tol}
+    m = {
+        "shape": list(actual.shape),
+        "expected_shape": list(expected.shape),
+        "dtype": str(actual.dtype),
+        "expected_dtype": str(expected.dtype),
+        "tolerance": tol,
+    }
     m["shape_match"] = actual.shape == expected.shape
     m["dtype_match"] = actual.dtype == expected.dtype
     m["nan"] = int(np.isnan(actual).sum()) if actual.dtype.kind == "f" else 0
@@ -54,16 +60,21 @@ def compare(actual, expected, tol):
     ok = tolerance_mod.within(actual, expected, tol)
     worst = int(np.argmax(np.where(finite, err_f, np.inf)))
     idx = np.unravel_index(worst, actual.shape)
-    m.update({
-        "max_abs": float(err_f.max()) if finite.all() else float("inf"),
-        "max_rel": float(rel.max()),
-        "abs_error_quantiles": {"median": float(np.percentile(err_f, 50)), "p99": float(np.percentile(err_f, 99)),
-                                "max": float(err_f.max())},
-        "frac_out_of_tolerance": float(1.0 - ok.mean()),
-        "within_tolerance": bool(ok.all()),
-        "worst": {"index": [int(i) for i in idx], "actual": _num(actual[idx]), "expected": _num(expected[idx])},
-        "cosine": _cosine(a, b),
-    })
+    m.update(
+        {
+            "max_abs": float(err_f.max()) if finite.all() else float("inf"),
+            "max_rel": float(rel.max()),
+            "abs_error_quantiles": {
+                "median": float(np.percentile(err_f, 50)),
+                "p99": float(np.percentile(err_f, 99)),
+                "max": float(err_f.max()),
+            },
+            "frac_out_of_tolerance": float(1.0 - ok.mean()),
+            "within_tolerance": bool(ok.all()),
+            "worst": {"index": [int(i) for i in idx], "actual": _num(actual[idx]), "expected": _num(expected[idx])},
+            "cosine": _cosine(a, b),
+        }
+    )
     if m["dtype_match"] and actual.dtype.kind in "fiub":
         ulps = ulp_distance(actual, expected)
         m["ulp_max"] = int(ulps[finite].max()) if finite.any() else None

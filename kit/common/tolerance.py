@@ -6,6 +6,7 @@ does not fail, and ``scaled_atol`` for elements near zero in an output whose
 other elements are large (their rounding error scales with the big terms that
 cancelled). Per-dtype defaults; overridable per run and per model.
 """
+
 import numpy as np
 
 DEFAULTS = {
@@ -63,8 +64,9 @@ def validate(overrides):
         elif key in DEFAULTS:
             _check(value, "tolerance[%r]" % key)
         else:
-            raise ToleranceError("unknown tolerance key %r (use a dtype: %s, or 'models')" % (
-                key, ", ".join(sorted(DEFAULTS))))
+            raise ToleranceError(
+                "unknown tolerance key %r (use a dtype: %s, or 'models')" % (key, ", ".join(sorted(DEFAULTS)))
+            )
     return overrides
 
 

@@ -25,7 +25,11 @@ def from_metrics(metrics):
             return MISMATCH, "output dtype %s, reference %s" % (m["dtype"], m["expected_dtype"])
         if m["nan"] != m["expected_nan"] or m["inf"] != m["expected_inf"]:
             return MISMATCH, "%d NaN / %d Inf in the output, %d / %d in the reference" % (
-                m["nan"], m["inf"], m["expected_nan"], m["expected_inf"])
+                m["nan"],
+                m["inf"],
+                m["expected_nan"],
+                m["expected_inf"],
+            )
     if all(m["identical"] for m in metrics):
         return IDENTICAL, None
     if all(m["within_tolerance"] for m in metrics):
@@ -34,20 +38,25 @@ def from_metrics(metrics):
     agreements = [m.get("top1_agreement") for m in metrics]
     if all(a is not None for a in agreements) and min(agreements) == 1.0:
         return DRIFT, "%.2g%% of elements past tolerance (max abs %.3g), every top-1 prediction agrees" % (
-            100 * worst["frac_out_of_tolerance"], worst["max_abs"])
+            100 * worst["frac_out_of_tolerance"],
+            worst["max_abs"],
+        )
     if any(a is not None and a < 1.0 for a in agreements):
-        return MISMATCH, "top-1 predictions changed for %.0f%% of samples" % (100 * (1 - min(
-            a for a in agreements if a is not None)))
+        return MISMATCH, "top-1 predictions changed for %.0f%% of samples" % (
+            100 * (1 - min(a for a in agreements if a is not None))
+        )
     return MISMATCH, "%.2g%% of elements past tolerance (max abs %.3g)" % (
-        100 * worst["frac_out_of_tolerance"], worst["max_abs"])
+        100 * worst["frac_out_of_tolerance"],
+        worst["max_abs"],
+    )
 
 
 def headline(exc):
     """The line of an error that says what went wrong: 2.0's MXNetError text opens with a C++ traceback."""
-    lines = [l.strip() for l in str(exc).strip().splitlines() if l.strip()]
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not lines:
         return ""
     if lines[0].startswith("Traceback"):
-        said = [l for l in lines if l.startswith("MXNetError")]
+        said = [line for line in lines if line.startswith("MXNetError")]
         return (said[0] if said else lines[-1])[:500]
     return lines[0]

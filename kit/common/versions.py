@@ -4,6 +4,7 @@
 releases are compared through :func:`release_key` and artifacts are keyed by the
 release name the kit was asked for, never by ``__version__`` alone.
 """
+
 import re
 
 _RELEASE = re.compile(
@@ -30,7 +31,7 @@ def parse_release(text):
     if not m:
         raise ValueError("not an MXNet release string: %r" % (text,))
     nums = tuple(int(p) for p in m.group("nums").split("."))
-    nums = (nums + (0, 0, 0))[:max(3, len(nums))]
+    nums = (nums + (0, 0, 0))[: max(3, len(nums))]
     if m.group("pre"):
         pre = (_PRE_ORDER[m.group("pre")], int(m.group("prenum") or 0))
     elif m.group("dev") is not None:

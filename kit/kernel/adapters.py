@@ -4,6 +4,7 @@
 them; ``load`` rebuilds a predictor from such a folder in the kernel's own
 release. An adapter whose API needs the model's code rebuilds it from the zoo.
 """
+
 import os
 import tempfile
 
@@ -37,12 +38,17 @@ class Predictor(object):
 def _block_predictor(block, names, path=None, attempts=()):
     def predict(inputs):
         return mxapi.to_numpy(block(*[gluon_input(inputs[n]) for n in names]))
+
     return Predictor(predict, path, attempts)
 
 
 def _attempt(path, exc):
-    return {"path": path, "error_type": type(exc).__name__, "error": str(exc).strip(),
-            "headline": verdicts.headline(exc)}
+    return {
+        "path": path,
+        "error_type": type(exc).__name__,
+        "error": str(exc).strip(),
+        "headline": verdicts.headline(exc),
+    }
 
 
 class Adapter(object):
@@ -94,8 +100,11 @@ class ExportAdapter(Adapter):
 
     def save(self, trained, folder):
         trained.net.export(os.path.join(folder, PREFIX))  # epoch 0; 1.0 takes no epoch argument
-        return {"files": [PREFIX + "-symbol.json", PREFIX + "-0000.params"],
-                "symbol_file": PREFIX + "-symbol.json", "param_file": PREFIX + "-0000.params"}
+        return {
+            "files": [PREFIX + "-symbol.json", PREFIX + "-0000.params"],
+            "symbol_file": PREFIX + "-symbol.json",
+            "param_file": PREFIX + "-0000.params",
+        }
 
     def _import(self, release, folder, manifest):
         names = [i["name"] for i in manifest["inputs"]]
@@ -167,8 +176,9 @@ class _ParamsAdapter(Adapter):
     def load_graph(self, spec, release, folder, manifest):
         net = self._net(spec, release, folder, manifest)
         if not isinstance(net, gluon.HybridBlock):
-            raise GraphUnavailable("%s is not a HybridBlock in MXNet %s: no symbol graph to compare layer by layer"
-                                   % (spec.name, release))
+            raise GraphUnavailable(
+                "%s is not a HybridBlock in MXNet %s: no symbol graph to compare layer by layer" % (spec.name, release)
+            )
         if mxapi.gluon2(release):  # a Gluon 2.0 block cannot be called on symbols: trace it by exporting
             return traced_graph(net, manifest["inputs"])
         sym = net(*[mx.sym.var(i["name"]) for i in manifest["inputs"]])
@@ -202,8 +212,12 @@ class ModuleCheckpointAdapter(Adapter):
     def save(self, trained, folder):
         sym, arg_params, aux_params = trained.symbol_and_params()
         mx.model.save_checkpoint(os.path.join(folder, PREFIX), 0, sym, arg_params, aux_params)
-        return {"files": [PREFIX + "-symbol.json", PREFIX + "-0000.params"], "prefix": PREFIX, "epoch": 0,
-                "label_names": list(trained.spec.label_names)}
+        return {
+            "files": [PREFIX + "-symbol.json", PREFIX + "-0000.params"],
+            "prefix": PREFIX,
+            "epoch": 0,
+            "label_names": list(trained.spec.label_names),
+        }
 
     def load(self, spec, release, folder, manifest):
         info = manifest["load"]
@@ -213,20 +227,23 @@ class ModuleCheckpointAdapter(Adapter):
         path = load_path(release, self.name)[0]
         if has_feature(release, "module_api")[0]:
             sym, arg_params, aux_params = mx.model.load_checkpoint(prefix, info["epoch"])
-            return Predictor(lambda inputs: module_predict(sym, arg_params, aux_params, names, label_names, inputs),
-                             path)
+            return Predictor(
+                lambda inputs: module_predict(sym, arg_params, aux_params, names, label_names, inputs), path
+            )
         attempts = []
         try:  # what a user tries first; in 2.0 it refuses 1.x files (numpy shape semantics)
             mx.model.load_checkpoint(prefix, info["epoch"])
         except Exception as e:  # noqa: BLE001 - recorded verbatim beside the path that works
             attempts.append(_attempt(NAIVE_LOAD_PATHS[self.name], e))
-        block = gluon.SymbolBlock.imports("%s-symbol.json" % prefix, names + list(label_names),
-                                          "%s-%04d.params" % (prefix, info["epoch"]), mx.cpu())
+        block = gluon.SymbolBlock.imports(
+            "%s-symbol.json" % prefix, names + list(label_names), "%s-%04d.params" % (prefix, info["epoch"]), mx.cpu()
+        )
 
         def predict(inputs):
             batch = inputs[names[0]].shape[0] if inputs[names[0]].ndim else 1
             labels = [mxapi.zeros((batch,)) for _ in label_names]  # a loss head's label: unused in inference
             return mxapi.to_numpy(block(*([gluon_input(inputs[n]) for n in names] + labels)))
+
         return Predictor(predict, path, attempts)
 
     def load_graph(self, spec, release, folder, manifest):
@@ -249,14 +266,17 @@ class CheckpointAdapter(Adapter):
 
     def load(self, spec, release, folder, manifest):
         from kit.kernel import foreign
+
         sym, arg, aux = foreign.load(folder, manifest)
         names = [i["name"] for i in manifest["inputs"]]
         labels = manifest["load"].get("label_names") or []
-        return Predictor(lambda inputs: module_predict(sym, arg, aux, names, labels, inputs),
-                         load_path(release, self.name)[0])
+        return Predictor(
+            lambda inputs: module_predict(sym, arg, aux, names, labels, inputs), load_path(release, self.name)[0]
+        )
 
     def load_graph(self, spec, release, folder, manifest):
         from kit.kernel import foreign
+
         return foreign.load(folder, manifest)
 
 
@@ -264,9 +284,14 @@ def traced_graph(net, inputs):
     """``(symbol, arg_params, aux_params)`` of a Gluon 2.0 block: run once on zeros, exported, read back."""
     import shutil
     import numpy as np
+
     net.hybridize()
-    net(*[gluon_input(np.zeros(([] if i["kind"] == "pixels_single" else [1]) + list(i["shape"]), dtype=i["dtype"]))
-          for i in inputs])
+    net(
+        *[
+            gluon_input(np.zeros(([] if i["kind"] == "pixels_single" else [1]) + list(i["shape"]), dtype=i["dtype"]))
+            for i in inputs
+        ]
+    )
     folder = tempfile.mkdtemp(prefix="mxcompat-trace-")
     try:
         net.export(os.path.join(folder, PREFIX))
@@ -277,8 +302,16 @@ def traced_graph(net, inputs):
     return (sym,) + split_params(sym, arrays)
 
 
-ADAPTERS = dict((a.name, a) for a in (ExportAdapter(), SaveParametersAdapter(), SaveParamsAdapter(),
-                                      ModuleCheckpointAdapter(), CheckpointAdapter()))
+ADAPTERS = dict(
+    (a.name, a)
+    for a in (
+        ExportAdapter(),
+        SaveParametersAdapter(),
+        SaveParamsAdapter(),
+        ModuleCheckpointAdapter(),
+        CheckpointAdapter(),
+    )
+)
 assert set(ADAPTERS) == set(APIS) | {"checkpoint"}
 
 

@@ -9,6 +9,7 @@ alternate, so a noisy machine slows both alike.
 
 ``python -m kit.kernel.e2e_timing '{"runs": 20, "warmup": 3, "batch": 25}'`` prints one JSON line.
 """
+
 import json
 import os
 import platform
@@ -34,6 +35,7 @@ def _models(release, folder):
     import mxnet as mx
     from mxnet import gluon
     from kit.kernel import vision_zoo
+
     mx.random.seed(0)
     net = vision_zoo.build_e2e_resnet18(release)
     net.initialize(mx.init.Xavier(), ctx=mx.cpu())
@@ -53,17 +55,32 @@ def _time(fn, x):
 
 def _stats(seconds, batch):
     a = np.array(seconds, dtype=np.float64)
-    return {"runs": len(seconds), "mean_seconds": float(a.mean()), "median_seconds": float(np.median(a)),
-            "std_seconds": float(a.std()), "min_seconds": float(a.min()),
-            "per_sample_ms": float(a.mean() / batch * 1000.0), "per_sample_ms_median": float(np.median(a) / batch * 1000.0)}
+    return {
+        "runs": len(seconds),
+        "mean_seconds": float(a.mean()),
+        "median_seconds": float(np.median(a)),
+        "std_seconds": float(a.std()),
+        "min_seconds": float(a.min()),
+        "per_sample_ms": float(a.mean() / batch * 1000.0),
+        "per_sample_ms_median": float(np.median(a) / batch * 1000.0),
+    }
 
 
 def measure(release, runs=20, warmup=3, batch=25, seed=0):
     """Timings for a single request and a batch, both modes; ``{"unsupported": reason}`` where it cannot fuse."""
     import mxnet as mx
-    out = {"release": release, "mxnet_version": mx.__version__, "python": platform.python_version(),
-           "numpy": np.__version__, "runs": runs, "warmup": warmup, "batch_size": batch,
-           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "mkldnn": _mkldnn()}
+
+    out = {
+        "release": release,
+        "mxnet_version": mx.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "runs": runs,
+        "warmup": warmup,
+        "batch_size": batch,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "mkldnn": _mkldnn(),
+    }
     reason = unsupported(release)
     if reason:
         out["unsupported"] = reason
@@ -84,7 +101,9 @@ def measure(release, runs=20, warmup=3, batch=25, seed=0):
                     if i >= warmup:
                         times[mode].append(t)
             out[case] = dict((mode, _stats(times[mode], shape[0])) for mode in times)
-            out[case]["separate_over_fused"] = out[case]["separate"]["mean_seconds"] / out[case]["fused"]["mean_seconds"]
+            out[case]["separate_over_fused"] = (
+                out[case]["separate"]["mean_seconds"] / out[case]["fused"]["mean_seconds"]
+            )
             out[case]["max_abs_output_difference"] = gap
             out[case]["input_shape"] = list(shape)
     finally:
@@ -95,6 +114,7 @@ def measure(release, runs=20, warmup=3, batch=25, seed=0):
 def _mkldnn():
     try:
         from mxnet.runtime import Features
+
         return bool(Features().is_enabled("MKLDNN"))
     except Exception:  # releases before 1.5 have no runtime features
         return None
@@ -102,9 +122,14 @@ def _mkldnn():
 
 def main(argv=None):
     import mxnet as mx
+
     args = json.loads((argv or sys.argv[1:] or ["{}"])[0])
-    result = measure(args.get("release") or mx.__version__, runs=int(args.get("runs", 20)),
-                     warmup=int(args.get("warmup", 3)), batch=int(args.get("batch", 25)))
+    result = measure(
+        args.get("release") or mx.__version__,
+        runs=int(args.get("runs", 20)),
+        warmup=int(args.get("warmup", 3)),
+        batch=int(args.get("batch", 25)),
+    )
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

@@ -1,4 +1,5 @@
 """The fingerprint of the environment code runs in: what a result depends on."""
+
 import json
 import os
 import platform
@@ -44,8 +45,11 @@ def kit_env(prefix=None):
             marker = json.load(f)
     except (IOError, OSError, ValueError):
         return None
-    return {"release": marker.get("release", {}).get("name"), "fallback": bool(marker.get("fallback")),
-            "interpreter_source": marker.get("interpreter", {}).get("source")}
+    return {
+        "release": marker.get("release", {}).get("name"),
+        "fallback": bool(marker.get("fallback")),
+        "interpreter_source": marker.get("interpreter", {}).get("source"),
+    }
 
 
 def fingerprint(release=None):
@@ -55,6 +59,7 @@ def fingerprint(release=None):
     ``mx.__version__`` (1.7.0) cannot tell apart from another post release.
     """
     import numpy as np
+
     info = {
         "release": release,
         "python": platform.python_version(),

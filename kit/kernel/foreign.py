@@ -8,6 +8,7 @@ checkpoint like any artifact. Copes with legacy symbol JSON (upgraded on load),
 legacy NDArray files, ``arg:``/``aux:`` prefixed or bare parameter names, loss
 heads that need label names, and several outputs.
 """
+
 import json
 import os
 import sys
@@ -80,30 +81,39 @@ def check_graph(sym, inputs, label_names, arg, aux):
     suggested = suggest_shapes(sym, param_shapes)
     if free:
         labels = [f for f in free if f.endswith("_label")]
-        hints = ["--input %s:%s" % (f, ",".join(str(d or "N") for d in suggested.get(f) or ()) or "SHAPE")
-                 for f in free if f not in labels]
+        hints = [
+            "--input %s:%s" % (f, ",".join(str(d or "N") for d in suggested.get(f) or ()) or "SHAPE")
+            for f in free
+            if f not in labels
+        ]
         if labels:
             hints.append("--label-names " + ",".join(labels))
         expect = ", ".join("%s %s" % (f, _fmt(suggested[f])) for f in free if f in suggested)
-        raise ForeignModelError("the graph has inputs with no value: %s%s" % (
-            ", ".join(free), (" (graph expects %s)" % expect) if expect else ""), hint="add " + " ".join(hints))
+        raise ForeignModelError(
+            "the graph has inputs with no value: %s%s"
+            % (", ".join(free), (" (graph expects %s)" % expect) if expect else ""),
+            hint="add " + " ".join(hints),
+        )
     unknown = [n for n in given if n not in sym.list_arguments()]
     if unknown:
-        raise ForeignModelError("the graph has no input called %s" % ", ".join(unknown),
-                                hint="its inputs are: %s" % ", ".join(
-                                    a for a in sym.list_arguments() if a not in arg) or "none")
+        raise ForeignModelError(
+            "the graph has no input called %s" % ", ".join(unknown),
+            hint="its inputs are: %s" % ", ".join(a for a in sym.list_arguments() if a not in arg) or "none",
+        )
     batch = list(given.values())[0][0] if given and list(given.values())[0] else 1
     shapes = dict(given)
-    shapes.update((l, (batch,)) for l in label_names)
+    shapes.update((label, (batch,)) for label in label_names)
     shapes.update(param_shapes)
     try:
         sym.infer_shape(**shapes)
     except Exception as e:  # MXNetError: the message of the failing operator
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         expect = ", ".join("%s %s" % (n, _fmt(suggested[n])) for n in given if n in suggested)
-        raise ForeignModelError("input shape %s does not fit the graph: %s" % (
-            ", ".join("%s %s" % (n, _fmt(s)) for n, s in given.items()), first),
-            hint=("the graph expects %s (? = any size)" % expect) if expect else "check the declared --input shapes")
+        raise ForeignModelError(
+            "input shape %s does not fit the graph: %s"
+            % (", ".join("%s %s" % (n, _fmt(s)) for n, s in given.items()), first),
+            hint=("the graph expects %s (? = any size)" % expect) if expect else "check the declared --input shapes",
+        )
 
 
 def make_inputs(inputs, seed=0, data_file=None):
@@ -141,8 +151,9 @@ def image_input(path, preprocess):
         img = mx.image.imresize(img, int(w), int(h))
     x = img.asnumpy().astype(preprocess.get("dtype", "float32"))
     if preprocess.get("mean") is not None:
-        x = (x / 255.0 - np.array(preprocess["mean"], dtype=x.dtype)) / np.array(preprocess.get("std", [1, 1, 1]),
-                                                                                  dtype=x.dtype)
+        x = (x / 255.0 - np.array(preprocess["mean"], dtype=x.dtype)) / np.array(
+            preprocess.get("std", [1, 1, 1]), dtype=x.dtype
+        )
     if preprocess.get("layout", "NCHW") == "NCHW":
         x = np.transpose(x, (2, 0, 1))
     return x[None].astype(preprocess.get("dtype", "float32"))
@@ -151,6 +162,7 @@ def image_input(path, preprocess):
 def forward(sym, arg, aux, inputs, label_names):
     """Outputs (numpy) of the checkpoint on ``inputs``, through the Module API."""
     from kit.kernel.training import module_predict
+
     names = list(inputs)
     return module_predict(sym, arg, aux, names, list(label_names), inputs)
 
@@ -158,20 +170,31 @@ def forward(sym, arg, aux, inputs, label_names):
 def prepare(release, folder, spec, seed=0):
     """Write reference outputs, internals and the manifest of the foreign checkpoint in ``folder``."""
     started = time.time()
-    manifest = {"schema": artifacts.SCHEMA, "release": release, "model": spec["name"], "api": API,
-                "status": "saved", "foreign": True, "model_version": "foreign", "inputs": spec["inputs"],
-                "load": {"symbol_file": SYMBOL, "param_file": PARAMS, "label_names": list(spec.get("label_names") or [])},
-                "source": spec.get("source"), "description": "checkpoint %s" % spec.get("source")}
+    manifest = {
+        "schema": artifacts.SCHEMA,
+        "release": release,
+        "model": spec["name"],
+        "api": API,
+        "status": "saved",
+        "foreign": True,
+        "model_version": "foreign",
+        "inputs": spec["inputs"],
+        "load": {"symbol_file": SYMBOL, "param_file": PARAMS, "label_names": list(spec.get("label_names") or [])},
+        "source": spec.get("source"),
+        "description": "checkpoint %s" % spec.get("source"),
+    }
     with open(os.path.join(folder, SYMBOL)) as f:
         raw = json.load(f)
     manifest["symbol_mxnet_version"] = _recorded_version(raw)
     sym, arg, aux = load(folder, manifest)
     _, _, unknown = split_params(sym, mxapi.load_ndarrays(os.path.join(folder, PARAMS)))
     if unknown:
-        raise ForeignModelError("parameters not used by the graph: %s%s" % (
-            ", ".join(sorted(unknown)[:8]), " ..." if len(unknown) > 8 else ""),
-            hint="is this the params file of another model? The graph's parameters: %s" % ", ".join(
-                a for a in sym.list_arguments() if a not in [i["name"] for i in spec["inputs"]])[:300])
+        raise ForeignModelError(
+            "parameters not used by the graph: %s%s"
+            % (", ".join(sorted(unknown)[:8]), " ..." if len(unknown) > 8 else ""),
+            hint="is this the params file of another model? The graph's parameters: %s"
+            % ", ".join(a for a in sym.list_arguments() if a not in [i["name"] for i in spec["inputs"]])[:300],
+        )
     label_names = manifest["load"]["label_names"]
     if spec.get("image"):
         batch = {spec["inputs"][0]["name"]: image_input(spec["image"], spec.get("preprocess") or {})}
@@ -192,10 +215,20 @@ def prepare(release, folder, spec, seed=0):
         manifest["internals"] = {"unavailable": "%s: %s" % (type(e).__name__, e)}
     params = dict((k, v.asnumpy()) for k, v in list(arg.items()) + list(aux.items()))
     manifest["param_version"] = artifacts.param_version(params)
-    manifest["reference"] = {"file": artifacts.REFERENCE, "cases": dict(
-        (c, {"note": "deterministic (seed %d)" % seed if c == "batch" else "all zeros",
-             "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in outs]})
-        for c, outs in outputs.items()), "roundtrip_max_abs_error": 0.0}
+    manifest["reference"] = {
+        "file": artifacts.REFERENCE,
+        "cases": dict(
+            (
+                c,
+                {
+                    "note": "deterministic (seed %d)" % seed if c == "batch" else "all zeros",
+                    "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in outs],
+                },
+            )
+            for c, outs in outputs.items()
+        ),
+        "roundtrip_max_abs_error": 0.0,
+    }
     files = [SYMBOL, PARAMS, artifacts.REFERENCE] + ([internals.INTERNALS] if "file" in manifest["internals"] else [])
     manifest["files"] = artifacts.hash_files(folder, files)
     manifest["fingerprint"] = fingerprint(release)
@@ -226,8 +259,14 @@ def main(argv=None):
     except KitError as e:  # the host reads this last line: the input problem, in words
         print(json.dumps({"error": e.message, "hint": e.hint}))
         return 2
-    print(json.dumps({"param_version": manifest["param_version"], "outputs": len(manifest["reference"]["cases"]
-                                                                                 ["batch"]["outputs"])}))
+    print(
+        json.dumps(
+            {
+                "param_version": manifest["param_version"],
+                "outputs": len(manifest["reference"]["cases"]["batch"]["outputs"]),
+            }
+        )
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ order) and runs them on given inputs. ``record`` stores them for an artifact at
 train time, on the first samples of the reference batch, so a later release's
 nodes can be compared with what the saving release computed.
 """
+
 import json
 import os
 import re
@@ -96,7 +97,7 @@ def load(path):
     """``(inputs, nodes)`` from an internals file; never unpickles."""
     with np.load(path, allow_pickle=False) as z:
         order = [str(n) for n in z["order"]]
-        inputs = dict((k[len("input."):], z[k]) for k in z.files if k.startswith("input."))
+        inputs = dict((k[len("input.") :], z[k]) for k in z.files if k.startswith("input."))
         nodes = OrderedDict((n, z["node." + n]) for n in order)
     return inputs, nodes
 

@@ -1,4 +1,5 @@
 """What investigate.ipynb runs: where in a model a difference between two releases starts."""
+
 import hashlib
 import os
 from collections import OrderedDict
@@ -35,8 +36,10 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
     if not reference:
         info = manifest.get("internals") or {}
         if "file" not in info:
-            raise KitError("no internals were recorded for %s: %s" % (folder, info.get("unavailable", "older artifact")),
-                           hint="compute them in the saving release: mxcompat investigate ... --recompute")
+            raise KitError(
+                "no internals were recorded for %s: %s" % (folder, info.get("unavailable", "older artifact")),
+                hint="compute them in the saving release: mxcompat investigate ... --recompute",
+            )
         reference = os.path.join(folder, info["file"])
     inputs, expected = internals.load(reference)
     spec, adapter = zoo.MODELS.get(model), adapters.get(api)
@@ -51,11 +54,21 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
     got, matching, loaded_names = match_nodes(expected, got)
     rows = _node_rows(expected, got, nodes, model, tolerance_overrides, loaded_names)
     first = next((r for r in rows if not r["ok"]), None)
-    worst = _worst_elements(expected[first["output"]], got[first["output"]], top) \
-        if first and first["output"] in expected and first["output"] in got and first["shape_match"] else []
+    worst = (
+        _worst_elements(expected[first["output"]], got[first["output"]], top)
+        if first and first["output"] in expected and first["output"] in got and first["shape_match"]
+        else []
+    )
     return {
-        "loaded_with": release, "saved_with": saved_version, "model": model, "api": api, "artifact": folder,
-        "reference": reference, "rows": rows, "first_divergence": first, "worst_elements": worst,
+        "loaded_with": release,
+        "saved_with": saved_version,
+        "model": model,
+        "api": api,
+        "artifact": folder,
+        "reference": reference,
+        "rows": rows,
+        "first_divergence": first,
+        "worst_elements": worst,
         "node_matching": matching,
         # None: an artifact from before parameter tables were recorded
         "parameters": param_diff(manifest["parameters"], arg, aux) if manifest.get("parameters") else None,
@@ -76,8 +89,14 @@ def match_nodes(expected, got):
     if set(expected) & set(got) or not expected or not got:
         return got, BY_NAME, {}
     if len(expected) != len(got):
-        return got, ("none: the saved graph has %d outputs and the loaded one %d, named differently"
-                     % (len(expected), len(got))), {}
+        return (
+            got,
+            (
+                "none: the saved graph has %d outputs and the loaded one %d, named differently"
+                % (len(expected), len(got))
+            ),
+            {},
+        )
     paired, names = OrderedDict(), {}
     for saved_name, (loaded_name, value) in zip(expected, got.items()):
         paired[saved_name], names[saved_name] = value, loaded_name
@@ -92,16 +111,25 @@ def _node_rows(expected, got, nodes, model, overrides, loaded_names=None):
         info = nodes.get(node, {})
         row = {"index": i, "output": out, "node": node, "op": info.get("op"), "attrs": info.get("attrs", {})}
         if out not in got or out not in expected:
-            row.update(ok=False, shape_match=False, status="missing in %s" % ("loaded graph" if out not in got
-                                                                              else "saved graph"))
+            row.update(
+                ok=False,
+                shape_match=False,
+                status="missing in %s" % ("loaded graph" if out not in got else "saved graph"),
+            )
             rows.append(row)
             continue
         a, b = got[out], expected[out]
         m = metrics.compare(a, b, tolerance.resolve(b.dtype, model, overrides))
-        row.update(shape=list(b.shape), shape_match=m["shape_match"], max_abs=m.get("max_abs"),
-                   max_rel=m.get("max_rel"), frac_out_of_tolerance=m.get("frac_out_of_tolerance"),
-                   identical=m["identical"], status="identical" if m["identical"] else "",
-                   ok=bool(m["shape_match"] and (m["identical"] or m.get("within_tolerance"))))
+        row.update(
+            shape=list(b.shape),
+            shape_match=m["shape_match"],
+            max_abs=m.get("max_abs"),
+            max_rel=m.get("max_rel"),
+            frac_out_of_tolerance=m.get("frac_out_of_tolerance"),
+            identical=m["identical"],
+            status="identical" if m["identical"] else "",
+            ok=bool(m["shape_match"] and (m["identical"] or m.get("within_tolerance"))),
+        )
         if not row["status"]:
             row["status"] = "close" if row["ok"] else ("shape changed" if not m["shape_match"] else "past tolerance")
         rows.append(row)
@@ -114,8 +142,14 @@ def _worst_elements(expected, got, top):
     out = []
     for flat in order:
         idx = np.unravel_index(int(flat), expected.shape)
-        out.append({"index": [int(i) for i in idx], "saved": float(expected[idx]), "loaded": float(got[idx]),
-                    "abs_diff": float(err[flat])})
+        out.append(
+            {
+                "index": [int(i) for i in idx],
+                "saved": float(expected[idx]),
+                "loaded": float(got[idx]),
+                "abs_diff": float(err[flat]),
+            }
+        )
     return out
 
 
@@ -140,46 +174,64 @@ def param_diff(saved, arg, aux):
     for name in sorted(set(saved) | set(loaded)):
         if name in renamed.values():
             continue
-        s, l = saved.get(renamed.get(name, name)), loaded.get(name)
+        s, got = saved.get(renamed.get(name, name)), loaded.get(name)
         row = {"name": name}
         if name in renamed:
             row.update(status="renamed, same values", saved_name=renamed[name], shape=s["shape"])
         elif s is None:
-            row.update(status="not saved (new in the loaded model)", loaded_shape=list(l.shape))
-        elif l is None:
+            row.update(status="not saved (new in the loaded model)", loaded_shape=list(got.shape))
+        elif got is None:
             row.update(status="not loaded (missing or renamed)", saved_shape=s["shape"])
-        elif list(l.shape) != list(s["shape"]):
-            row.update(status="shape changed", saved_shape=s["shape"], loaded_shape=list(l.shape))
+        elif list(got.shape) != list(s["shape"]):
+            row.update(status="shape changed", saved_shape=s["shape"], loaded_shape=list(got.shape))
         else:
-            a = np.ascontiguousarray(l)
+            a = np.ascontiguousarray(got)
             same = _digest(a) == s["sha256"] and str(a.dtype) == s["dtype"]
             f = a.astype(np.float64)
-            row.update(status="same" if same else "values changed", shape=s["shape"],
-                       saved_mean=s["mean"], loaded_mean=float(f.mean()) if f.size else 0.0,
-                       saved_std=s["std"], loaded_std=float(f.std()) if f.size else 0.0,
-                       saved_absmax=s["absmax"], loaded_absmax=float(np.abs(f).max()) if f.size else 0.0)
+            row.update(
+                status="same" if same else "values changed",
+                shape=s["shape"],
+                saved_mean=s["mean"],
+                loaded_mean=float(f.mean()) if f.size else 0.0,
+                saved_std=s["std"],
+                loaded_std=float(f.std()) if f.size else 0.0,
+                saved_absmax=s["absmax"],
+                loaded_absmax=float(np.abs(f).max()) if f.size else 0.0,
+            )
         rows.append(row)
     return rows
 
 
 def error_series(result, floor=1e-12):
     """``{"max abs error": [...]}`` per node in order, floored so a log scale can show identical nodes."""
-    return {"max abs error": [max(r.get("max_abs") or 0.0, floor) if r.get("max_abs") is not None else 1.0
-                              for r in result["rows"]]}
+    return {
+        "max abs error": [
+            max(r.get("max_abs") or 0.0, floor) if r.get("max_abs") is not None else 1.0 for r in result["rows"]
+        ]
+    }
 
 
 def headline(result):
     """One sentence: where the difference starts (or that no node diverges)."""
     first = result["first_divergence"]
-    cell = "%s/%s saved with %s, loaded with %s" % (result["model"], result["api"], result["saved_with"],
-                                                    result["loaded_with"])
+    cell = "%s/%s saved with %s, loaded with %s" % (
+        result["model"],
+        result["api"],
+        result["saved_with"],
+        result["loaded_with"],
+    )
     if result.get("node_matching", BY_NAME) != BY_NAME:
         cell += " (nodes matched %s)" % result["node_matching"]
     if first is None:
         return "%s: every one of %d nodes is within tolerance." % (cell, len(result["rows"]))
     detail = "max abs error %.3g" % first["max_abs"] if first.get("max_abs") is not None else first["status"]
     return "%s: the first node past tolerance is #%d %s (op %s, %s)." % (
-        cell, first["index"], first["node"], first["op"], detail)
+        cell,
+        first["index"],
+        first["node"],
+        first["op"],
+        detail,
+    )
 
 
 def save_json(result, path):

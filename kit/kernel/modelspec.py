@@ -1,4 +1,5 @@
 """What a zoo model is: its inputs, how to build it and its data, which releases can build it."""
+
 from kit.common.capabilities import has_feature
 
 NO_PORT = "no Gluon 2.0 port of this model"
@@ -11,18 +12,46 @@ class InputSpec(object):
         self.name, self.shape, self.dtype, self.kind, self.vocab = name, tuple(shape), dtype, kind, vocab
 
     def to_dict(self):
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "kind": self.kind,
-                "vocab": self.vocab}
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "kind": self.kind,
+            "vocab": self.vocab,
+        }
 
 
 class ModelSpec(object):
     """What a zoo model is, how to build it and its data, and which releases can build it."""
 
-    def __init__(self, name, version, kind, description, inputs, n_classes, make_data, build,
-                 epochs=4, lr=0.01, batch_size=32, needs=(), graph_needs=(), label_names=(),
-                 n_train=512, n_heldout=256, internals_samples=2, fused_front=False, variant=None,
-                 calibrate_batchnorm=False, initializer=None, tolerance=None, port=None, port_kind="gluon",
-                 port_initializer=None):
+    def __init__(
+        self,
+        name,
+        version,
+        kind,
+        description,
+        inputs,
+        n_classes,
+        make_data,
+        build,
+        epochs=4,
+        lr=0.01,
+        batch_size=32,
+        needs=(),
+        graph_needs=(),
+        label_names=(),
+        n_train=512,
+        n_heldout=256,
+        internals_samples=2,
+        fused_front=False,
+        variant=None,
+        calibrate_batchnorm=False,
+        initializer=None,
+        tolerance=None,
+        port=None,
+        port_kind="gluon",
+        port_initializer=None,
+    ):
         self.name, self.version, self._kind, self.description = name, version, kind, description
         self.inputs, self.n_classes = inputs, n_classes
         self.make_data, self._build = make_data, build
@@ -61,6 +90,7 @@ class ModelSpec(object):
     def initializer(self, release=None):
         """The weight initializer training starts from (MXNet's Xavier unless the spec says otherwise)."""
         import mxnet as mx
+
         if release and self._port_initializer and has_feature(release, "gluon2")[0]:
             return self._port_initializer()
         return self._initializer() if self._initializer else mx.init.Xavier()

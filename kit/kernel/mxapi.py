@@ -5,6 +5,7 @@ MXNet 2.0 turns numpy semantics on: gluon blocks take and return ``mx.np.ndarray
 ``Symbol.bind`` became ``_bind``, and a block's ``_children`` hold weak references.
 Everything here runs on MXNet 1.0 and Python 3.6 as well.
 """
+
 import weakref
 
 import mxnet as mx
@@ -93,6 +94,7 @@ def symbol_block(sym, input_names):
     """A gluon SymbolBlock over a legacy symbol; under numpy semantics the graph is turned into a numpy one
     (as ``SymbolBlock.imports`` does), since a 2.0 block refuses legacy outputs."""
     from mxnet import gluon
+
     inputs = [mx.sym.var(n) for n in input_names]
     if numpy_semantics():
         sym, inputs = sym.as_np_ndarray(), [i.as_np_ndarray() for i in inputs]

@@ -3,6 +3,7 @@
 Imports MXNet, runs a tiny forward pass checked against numpy, and prints one
 JSON line: the fingerprint plus ``forward_ok`` and ``forward_max_abs_error``.
 """
+
 import json
 import sys
 
@@ -13,6 +14,7 @@ def forward_check():
     """FullyConnected on a fixed random batch, compared with the same product in numpy."""
     import numpy as np
     import mxnet as mx
+
     rng = np.random.RandomState(0)
     x = rng.randn(4, 8).astype(np.float32)
     w = rng.randn(3, 8).astype(np.float32)

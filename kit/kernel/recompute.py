@@ -3,6 +3,7 @@
 Run in the saving release's environment for an artifact whose internals were not
 recorded at train time (an older artifact, or a checkpoint the kit did not train).
 """
+
 import os
 import sys
 

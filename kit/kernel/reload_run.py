@@ -1,4 +1,5 @@
 """What reload.ipynb runs: load every artifact other releases saved, infer, diff, write one record each."""
+
 import os
 import sys
 import time
@@ -56,17 +57,36 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
     dies on this artifact can be told apart by the host.
     """
     phase = phase or (lambda name: None)
-    rec = {"schema": RECORD_SCHEMA, "saved_with": saved, "model": model, "api": api, "loaded_with": loaded,
-           "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
-           "artifact": path, "verdict": None, "reason": None, "error_type": None, "error": None,
-           "traceback": None, "load_seconds": None, "infer_seconds": None, "cases": {}, "load_path": None,
-           "load_attempts": []}
+    rec = {
+        "schema": RECORD_SCHEMA,
+        "saved_with": saved,
+        "model": model,
+        "api": api,
+        "loaded_with": loaded,
+        "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
+        "artifact": path,
+        "verdict": None,
+        "reason": None,
+        "error_type": None,
+        "error": None,
+        "traceback": None,
+        "load_seconds": None,
+        "infer_seconds": None,
+        "cases": {},
+        "load_path": None,
+        "load_attempts": [],
+    }
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
         return _fail(rec, verdicts.CORRUPT, "manifest.json is missing or not JSON: %s" % e, e)
-    rec.update({"model_version": manifest.get("model_version"), "param_version": manifest.get("param_version"),
-                "saved_fingerprint": manifest.get("fingerprint")})
+    rec.update(
+        {
+            "model_version": manifest.get("model_version"),
+            "param_version": manifest.get("param_version"),
+            "saved_fingerprint": manifest.get("fingerprint"),
+        }
+    )
     if manifest.get("status") == "unsupported":
         rec.update(verdict=verdicts.UNSUPPORTED, reason="saving release: %s" % manifest.get("reason"))
         return rec
@@ -91,7 +111,9 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
                 return rec
         if manifest.get("model_version") != spec.version:
             rec["warning"] = "artifact model_version %s, kit builds version %s" % (
-                manifest.get("model_version"), spec.version)
+                manifest.get("model_version"),
+                spec.version,
+            )
     try:
         reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
     except Exception as e:
@@ -119,12 +141,16 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
     for case in sorted(reference):
         expected, got = reference[case]["output"], outputs[case]
         if len(got) != len(expected):
-            rec.update(verdict=verdicts.MISMATCH, reason="case %r: %d outputs, reference has %d" % (
-                case, len(got), len(expected)))
+            rec.update(
+                verdict=verdicts.MISMATCH,
+                reason="case %r: %d outputs, reference has %d" % (case, len(got), len(expected)),
+            )
             return rec
         own = getattr(spec, "tolerance", None)
-        rec["cases"][case] = [metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides, own))
-                              for actual, exp in zip(got, expected)]
+        rec["cases"][case] = [
+            metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides, own))
+            for actual, exp in zip(got, expected)
+        ]
         all_metrics.extend(rec["cases"][case])
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
     rec["summary"] = _summary(all_metrics)
@@ -140,8 +166,14 @@ class InFlight(object):
 
     def __init__(self, records_dir, release, saved, model, api, path):
         self.path = os.path.join(records_dir, artifacts.INFLIGHT % release)
-        self.info = {"saved_with": saved, "model": model, "api": api, "loaded_with": release, "artifact": path,
-                     "phase": "start"}
+        self.info = {
+            "saved_with": saved,
+            "model": model,
+            "api": api,
+            "loaded_with": release,
+            "artifact": path,
+            "phase": "start",
+        }
 
     def phase(self, name):
         self.info["phase"] = name
@@ -170,6 +202,7 @@ def _fault_injection(info):
         if how == "abort":
             os.abort()
         import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -177,11 +210,16 @@ def _summary(all_metrics):
     def worst(key):
         vals = [m[key] for m in all_metrics if m.get(key) is not None]
         return max(vals) if vals else None
+
     agreements = [m["top1_agreement"] for m in all_metrics if "top1_agreement" in m]
-    return {"max_abs": worst("max_abs"), "max_rel": worst("max_rel"), "ulp_max": worst("ulp_max"),
-            "frac_out_of_tolerance": worst("frac_out_of_tolerance"),
-            "top1_agreement": min(agreements) if agreements else None,
-            "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None}
+    return {
+        "max_abs": worst("max_abs"),
+        "max_rel": worst("max_rel"),
+        "ulp_max": worst("ulp_max"),
+        "frac_out_of_tolerance": worst("frac_out_of_tolerance"),
+        "top1_agreement": min(agreements) if agreements else None,
+        "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None,
+    }
 
 
 def _fail(rec, verdict, reason, exc=None, tb=None):
@@ -197,8 +235,18 @@ def _fail(rec, verdict, reason, exc=None, tb=None):
     return rec
 
 
-def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=None, tolerance_overrides=None,
-               forward=False, log=None, skip_recorded=False):
+def reload_all(
+    release,
+    store,
+    out_dir,
+    saved_versions=None,
+    models=None,
+    apis=None,
+    tolerance_overrides=None,
+    forward=False,
+    log=None,
+    skip_recorded=False,
+):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
     Backward and same-release artifacts always; forward ones (saved by newer
@@ -213,16 +261,20 @@ def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=N
         models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
     found = find_artifacts(store, saved_versions, models, apis)
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
-    for name, value, known in (("models", models, set(zoo.MODELS) | in_store),
-                               ("apis", apis, set(APIS) | set(adapters.ADAPTERS))):
+    for name, value, known in (
+        ("models", models, set(zoo.MODELS) | in_store),
+        ("apis", apis, set(APIS) | set(adapters.ADAPTERS)),
+    ):
         unknown = [v for v in (value or []) if v not in known]
         if unknown:
             raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(sorted(known)))
     todo = [a for a in found if forward or _key_or_name(a[0])[0] != 0 or direction(a[0], release) != "forward"]
     if not todo:
-        raise KitError("no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)" % (
-            store, saved_versions or "all", models or "all", apis or "all", forward),
-            hint="run train.ipynb for the saving releases first, or widen the filters")
+        raise KitError(
+            "no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)"
+            % (store, saved_versions or "all", models or "all", apis or "all", forward),
+            hint="run train.ipynb for the saving releases first, or widen the filters",
+        )
     records_dir = os.path.join(out_dir, "records")
     if not os.path.isdir(records_dir):
         os.makedirs(records_dir)
@@ -244,8 +296,19 @@ def reload_all(release, store, out_dir, saved_versions=None, models=None, apis=N
             rec["nondeterministic"] = rec["verdict"] not in (verdicts.IDENTICAL, verdicts.UNSUPPORTED)
         artifacts.write_json_atomic(record_path, rec)
         records.append(rec)
-        log("[%d/%d] %s %s/%s -> %s: %s%s" % (i + 1, len(todo), saved, model, api, release, rec["verdict"],
-                                              (" (%s)" % rec["reason"]) if rec["reason"] else ""))
+        log(
+            "[%d/%d] %s %s/%s -> %s: %s%s"
+            % (
+                i + 1,
+                len(todo),
+                saved,
+                model,
+                api,
+                release,
+                rec["verdict"],
+                (" (%s)" % rec["reason"]) if rec["reason"] else "",
+            )
+        )
     return records
 
 
@@ -254,10 +317,20 @@ def table_rows(records):
     rows = []
     for r in records:
         s = r.get("summary") or {}
-        rows.append({"saved_with": r["saved_with"], "model": r["model"], "api": r["api"],
-                     "direction": r["direction"], "verdict": r["verdict"], "max_abs": s.get("max_abs"),
-                     "max_rel": s.get("max_rel"), "ulp_max": s.get("ulp_max"), "top1": s.get("top1_agreement"),
-                     "reason": r.get("reason")})
+        rows.append(
+            {
+                "saved_with": r["saved_with"],
+                "model": r["model"],
+                "api": r["api"],
+                "direction": r["direction"],
+                "verdict": r["verdict"],
+                "max_abs": s.get("max_abs"),
+                "max_rel": s.get("max_rel"),
+                "ulp_max": s.get("ulp_max"),
+                "top1": s.get("top1_agreement"),
+                "reason": r.get("reason"),
+            }
+        )
     return rows
 
 

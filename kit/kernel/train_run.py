@@ -1,4 +1,5 @@
 """What train.ipynb runs: train each zoo model, save it with every API, record references and manifests."""
+
 import hashlib
 import os
 import platform
@@ -27,8 +28,10 @@ def check_kernel(release):
     """Refuse to run when the kernel's MXNet is not the release the notebook was asked for; then set the
     kernel up as a user of that release would (numpy semantics on in 2.0)."""
     if not same_release(release, mx.__version__):
-        raise KitError("this kernel runs MXNet %s, but mxnet_version is %r" % (mx.__version__, release),
-                       hint="run the notebook on kernel mxnet-%s" % release)
+        raise KitError(
+            "this kernel runs MXNet %s, but mxnet_version is %r" % (mx.__version__, release),
+            hint="run the notebook on kernel mxnet-%s" % release,
+        )
     mxapi.prepare_kernel()
 
 
@@ -52,8 +55,10 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
     models, unknown = expand_models(models)
     if unknown:
-        raise KitError("unknown models: %s" % ", ".join(unknown),
-                       hint="known: %s; groups: %s" % (", ".join(zoo.MODELS), ", ".join(sorted(MODEL_GROUPS))))
+        raise KitError(
+            "unknown models: %s" % ", ".join(unknown),
+            hint="known: %s; groups: %s" % (", ".join(zoo.MODELS), ", ".join(sorted(MODEL_GROUPS))),
+        )
     apis = _select(apis, list(APIS), "APIs")
     env = fingerprint(release)
     rows, histories = [], {}
@@ -78,25 +83,44 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
             log("%s: training failed: %s" % (name, err))
             continue
         histories[name] = trained.history
-        log("%s: trained %d epochs in %.1fs, held-out accuracy %.3f (chance %.3f)" % (
-            name, trained.summary["epochs"], trained.summary["seconds"], trained.summary["heldout_accuracy"],
-            trained.summary["chance_accuracy"]))
+        log(
+            "%s: trained %d epochs in %.1fs, held-out accuracy %.3f (chance %.3f)"
+            % (
+                name,
+                trained.summary["epochs"],
+                trained.summary["seconds"],
+                trained.summary["heldout_accuracy"],
+                trained.summary["chance_accuracy"],
+            )
+        )
         for api in apis:
             rows.append(_save_one(spec, release, api, trained, finals[api], env, log))
     return rows, histories
 
 
 def _row(model, api, status, path, reason=None, error=None, tb=None, **extra):
-    row = {"model": model, "api": api, "status": status, "path": path, "reason": reason, "error": error,
-           "traceback": tb}
+    row = {
+        "model": model,
+        "api": api,
+        "status": status,
+        "path": path,
+        "reason": reason,
+        "error": error,
+        "traceback": tb,
+    }
     row.update(extra)
     return row
 
 
 def _base_manifest(spec, release, api, env):
     return {
-        "schema": artifacts.SCHEMA, "release": release, "model": spec.name, "model_version": spec.version,
-        "api": api, "description": spec.description, "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "schema": artifacts.SCHEMA,
+        "release": release,
+        "model": spec.name,
+        "model_version": spec.version,
+        "api": api,
+        "description": spec.description,
+        "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "fingerprint": env,
     }
 
@@ -125,14 +149,16 @@ def _save_one(spec, release, api, trained, final, env, log):
         memory = dict((c, trained.predict(inputs)) for c, inputs in ref_cases.items())
         load_info = adapter.save(trained, tmp)
         manifest = _base_manifest(spec, release, api, env)
-        manifest.update({
-            "status": "saved",
-            "inputs": [i.to_dict() for i in input_specs],
-            "load": dict((k, v) for k, v in load_info.items() if k != "files"),
-            "param_version": artifacts.param_version(trained.param_arrays()),
-            "training": trained.summary,
-            "variant": spec.variant(release),
-        })
+        manifest.update(
+            {
+                "status": "saved",
+                "inputs": [i.to_dict() for i in input_specs],
+                "load": dict((k, v) for k, v in load_info.items() if k != "files"),
+                "param_version": artifacts.param_version(trained.param_arrays()),
+                "training": trained.summary,
+                "variant": spec.variant(release),
+            }
+        )
         # the reference is what loading the artifact gives in the saving release itself
         predictor = adapter.load(spec, release, tmp, manifest)
         outputs = dict((c, predictor(inputs)) for c, inputs in ref_cases.items())
@@ -141,9 +167,16 @@ def _save_one(spec, release, api, trained, final, env, log):
         manifest["parameters"] = _param_table(trained.param_arrays())
         manifest["reference"] = {
             "file": artifacts.REFERENCE,
-            "cases": dict((c, {"note": cases.CASE_NOTES[c],
-                               "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in outputs[c]]})
-                          for c in ref_cases),
+            "cases": dict(
+                (
+                    c,
+                    {
+                        "note": cases.CASE_NOTES[c],
+                        "outputs": [{"shape": list(o.shape), "dtype": str(o.dtype)} for o in outputs[c]],
+                    },
+                )
+                for c in ref_cases
+            ),
             "roundtrip_max_abs_error": _max_abs(outputs, memory),
         }
         extra = [internals.INTERNALS] if "file" in manifest["internals"] else []
@@ -158,9 +191,16 @@ def _save_one(spec, release, api, trained, final, env, log):
         err = "%s: %s" % (type(e).__name__, e)
         log("%s/%s: save failed: %s" % (spec.name, api, err))
         return _row(spec.name, api, "failed", final, error=err, tb=traceback.format_exc())
-    return _row(spec.name, api, "saved", final, files=sorted(manifest["files"]),
-                heldout_accuracy=trained.summary["heldout_accuracy"], param_version=manifest["param_version"],
-                roundtrip=manifest["reference"]["roundtrip_max_abs_error"])
+    return _row(
+        spec.name,
+        api,
+        "saved",
+        final,
+        files=sorted(manifest["files"]),
+        heldout_accuracy=trained.summary["heldout_accuracy"],
+        param_version=manifest["param_version"],
+        roundtrip=manifest["reference"]["roundtrip_max_abs_error"],
+    )
 
 
 def _param_table(arrays):
@@ -173,10 +213,14 @@ def _param_table(arrays):
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         f = a.astype(np.float64)
-        table[name] = {"shape": list(a.shape), "dtype": str(a.dtype),
-                       "sha256": hashlib.sha256(a.tobytes()).hexdigest()[:16],
-                       "mean": float(f.mean()) if f.size else 0.0, "std": float(f.std()) if f.size else 0.0,
-                       "absmax": float(np.abs(f).max()) if f.size else 0.0}
+        table[name] = {
+            "shape": list(a.shape),
+            "dtype": str(a.dtype),
+            "sha256": hashlib.sha256(a.tobytes()).hexdigest()[:16],
+            "mean": float(f.mean()) if f.size else 0.0,
+            "std": float(f.std()) if f.size else 0.0,
+            "absmax": float(np.abs(f).max()) if f.size else 0.0,
+        }
     return table
 
 
@@ -191,9 +235,11 @@ def _max_abs(a, b):
 def raise_on_failures(rows):
     failed = [r for r in rows if r["status"] == "failed"]
     if failed:
-        raise TrainFailed("%d artifact(s) failed to save: %s" % (
-            len(failed), "; ".join("%s/%s: %s" % (r["model"], r["api"], r["error"]) for r in failed)),
-            hint="the tracebacks are in the rows above; every other artifact was saved")
+        raise TrainFailed(
+            "%d artifact(s) failed to save: %s"
+            % (len(failed), "; ".join("%s/%s: %s" % (r["model"], r["api"], r["error"]) for r in failed)),
+            hint="the tracebacks are in the rows above; every other artifact was saved",
+        )
 
 
 def platform_line():

@@ -1,4 +1,5 @@
 """Training a zoo model for a few epochs on its synthetic data, in the release the kernel runs."""
+
 import time
 
 import numpy as np
@@ -22,8 +23,9 @@ def gluon_input(array):
 class Trained(object):
     """A trained model: a gluon block, or a symbol with its parameters; predicts in memory."""
 
-    def __init__(self, spec, release, net=None, symbol=None, arg_params=None, aux_params=None, history=None,
-                 summary=None):
+    def __init__(
+        self, spec, release, net=None, symbol=None, arg_params=None, aux_params=None, history=None, summary=None
+    ):
         self.spec, self.release = spec, release
         self.net, self.symbol = net, symbol
         self.arg_params, self.aux_params = arg_params, aux_params
@@ -79,10 +81,12 @@ def module_predict(symbol, arg_params, aux_params, data_names, label_names, inpu
         block.load_dict(dict((k, mxapi.as_array(v)) for k, v in values.items()), mx.cpu())  # 2.0.0a0: ctx
         labels = [mxapi.zeros((batch,)) for _ in label_names]
         return mxapi.to_numpy(block(*([gluon_input(a) for a in arrays] + labels)))
-    mod = mx.mod.Module(symbol, data_names=list(data_names), label_names=list(label_names) or None,
-                        context=mx.cpu())
-    mod.bind(data_shapes=[mx.io.DataDesc(n, a.shape, dtype=a.dtype) for n, a in zip(data_names, arrays)],
-             label_shapes=[(l, (batch,)) for l in label_names] or None, for_training=False)
+    mod = mx.mod.Module(symbol, data_names=list(data_names), label_names=list(label_names) or None, context=mx.cpu())
+    mod.bind(
+        data_shapes=[mx.io.DataDesc(n, a.shape, dtype=a.dtype) for n, a in zip(data_names, arrays)],
+        label_shapes=[(label, (batch,)) for label in label_names] or None,
+        for_training=False,
+    )
     mod.set_params(arg_params, aux_params)
     mod.forward(mx.io.DataBatch(data=[nd_input(a) for a in arrays], label=None), is_train=False)
     return [o.asnumpy() for o in mod.get_outputs()]
@@ -107,11 +111,17 @@ def train(spec, release, seed=0, epochs=None):
         trained = _train_module(spec, release, x, y, xh, yh, epochs, seed)
     else:
         trained = _train_gluon(spec, release, x, y, xh, yh, epochs, seed)
-    trained.summary.update({
-        "epochs": epochs, "seed": seed, "n_train": spec.n_train, "n_heldout": spec.n_heldout,
-        "final_loss": float(np.mean(trained.history[-max(1, spec.n_train // spec.batch_size):])),
-        "chance_accuracy": 1.0 / spec.n_classes, "seconds": round(time.time() - started, 3),
-    })
+    trained.summary.update(
+        {
+            "epochs": epochs,
+            "seed": seed,
+            "n_train": spec.n_train,
+            "n_heldout": spec.n_heldout,
+            "final_loss": float(np.mean(trained.history[-max(1, spec.n_train // spec.batch_size) :])),
+            "chance_accuracy": 1.0 / spec.n_classes,
+            "seconds": round(time.time() - started, 3),
+        }
+    )
     trained.heldout = (xh, yh)
     return trained
 
@@ -149,8 +159,9 @@ def _train_gluon(spec, release, x, y, xh, yh, epochs, seed):
     heldout_acc = _accuracy(target(gluon_input(xh)).asnumpy(), yh)
     if isinstance(net, gluon.HybridBlock):
         net.hybridize()
-    return Trained(spec, release, net=net, history=history,
-                   summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc})
+    return Trained(
+        spec, release, net=net, history=history, summary={"train_accuracy": train_acc, "heldout_accuracy": heldout_acc}
+    )
 
 
 def calibrate_batchnorm(net, x, n=64):
@@ -192,7 +203,7 @@ def _drop_cached_graphs(blocks):
 
 def _front_features(net, batched, x):
     if batched:
-        return np.concatenate([net.front(gluon_input(x[i:i + 16])).asnumpy() for i in range(0, len(x), 16)], axis=0)
+        return np.concatenate([net.front(gluon_input(x[i : i + 16])).asnumpy() for i in range(0, len(x), 16)], axis=0)
     return np.concatenate([net.front(gluon_input(img)).asnumpy() for img in x], axis=0)
 
 
@@ -200,8 +211,7 @@ def _train_module(spec, release, x, y, xh, yh, epochs, seed):
     _seed(seed)
     names = [i.name for i in spec.input_specs(release)]
     bs = spec.batch_size
-    mod = mx.mod.Module(spec.build(release), data_names=names, label_names=list(spec.label_names),
-                        context=mx.cpu())
+    mod = mx.mod.Module(spec.build(release), data_names=names, label_names=list(spec.label_names), context=mx.cpu())
     mod.bind(data_shapes=[(names[0], (bs,) + x.shape[1:])], label_shapes=[(spec.label_names[0], (bs,))])
     mod.init_params(initializer=mx.init.Xavier())
     mod.init_optimizer(optimizer="adam", optimizer_params={"learning_rate": spec.lr})
@@ -214,8 +224,9 @@ def _train_module(spec, release, x, y, xh, yh, epochs, seed):
             prob = mod.get_outputs()[0].asnumpy()
             history.append(float(-np.log(prob[np.arange(len(yb)), yb.astype(int)] + 1e-12).mean()))
     arg_params, aux_params = mod.get_params()
-    trained = Trained(spec, release, symbol=spec.build(release), arg_params=arg_params, aux_params=aux_params,
-                      history=history)
+    trained = Trained(
+        spec, release, symbol=spec.build(release), arg_params=arg_params, aux_params=aux_params, history=history
+    )
     trained.summary = {
         "train_accuracy": _accuracy(trained.predict({names[0]: x})[0], y),
         "heldout_accuracy": _accuracy(trained.predict({names[0]: xh})[0], yh),

@@ -4,8 +4,8 @@ No pretrained weights: every network starts from a fixed-seed He initialization
 and is trained briefly on synthetic 32x32 images (4 classes), so a whole matrix
 stays cheap. ``save_parameters``/``save_params`` artifacts are rebuilt on load by
 the *loading* release's model-zoo code (MXNet 2.0's own Gluon 2.0 model zoo there),
-exactly as a user's script would; when that code changed (MobileNetV2 moved from relu to relu6 and changed its strides after
-1.2) the verdict shows it.
+exactly as a user's script would; when that code changed (MobileNetV2 moved from relu to relu6
+and changed its strides after 1.2) the verdict shows it.
 
 SqueezeNet 1.1 and DenseNet-121 end in a fixed-size average pool (13x13 and 7x7,
 sized for 224x224 input). At 32x32 the feature map there is 1x1, so while those two
@@ -13,6 +13,7 @@ are built the 13/7 pool is replaced by a global average pool (the same operation
 224x224); every other layer is the package's. ``e2e_resnet18`` is ResNet-18 v1 at
 224x224 with Resize, ToTensor and Normalize fused in front of it.
 """
+
 from contextlib import contextmanager
 
 from mxnet import gluon
@@ -33,6 +34,7 @@ _HEAD_POOLS = (7, 13)
 
 def _vision():
     from mxnet.gluon.model_zoo import vision
+
     return vision
 
 
@@ -45,6 +47,7 @@ def global_head_pool():
         if pool_size in _HEAD_POOLS and not args and not kwargs:
             return nn.GlobalAvgPool2D()
         return original(pool_size, *args, **kwargs)
+
     nn.AvgPool2D = avg_pool
     try:
         yield
@@ -54,6 +57,7 @@ def global_head_pool():
 
 def _zoo_builder(name, constructor, head_pool=False, port=False):
     """The release's own model-zoo constructor; the Gluon 2.0 model zoo (``port``) takes no ``prefix``."""
+
     def build(release, variant=None):
         make = getattr(_vision(), constructor)
         kwargs = {"classes": N_CLASSES} if port else {"classes": N_CLASSES, "prefix": name + "_"}
@@ -61,13 +65,18 @@ def _zoo_builder(name, constructor, head_pool=False, port=False):
             with global_head_pool():
                 return make(**kwargs)
         return make(**kwargs)
+
     return build
 
 
 def _front_blocks():
     from mxnet.gluon.data.vision import transforms
-    return [transforms.Resize((E2E_NET_SIZE, E2E_NET_SIZE)), transforms.ToTensor(),
-            transforms.Normalize(mean=MEAN, std=STD)]
+
+    return [
+        transforms.Resize((E2E_NET_SIZE, E2E_NET_SIZE)),
+        transforms.ToTensor(),
+        transforms.Normalize(mean=MEAN, std=STD),
+    ]
 
 
 def eager_front():
@@ -101,6 +110,7 @@ def build_e2e_resnet18(release, variant=None):
 
 def port_e2e_resnet18(release, variant=None):
     from kit.kernel import zoo_gluon2
+
     return zoo_gluon2.FusedResNet18(_front_blocks(), _vision().resnet18_v1(classes=N_CLASSES))
 
 
@@ -127,34 +137,84 @@ DEEP_TOLERANCE = {"float32": {"scaled_atol": 1e-4}}
 def he_normal():
     """He (MSRA) initialization, the usual start for deep ReLU networks: activations keep their scale."""
     import mxnet as mx
+
     return mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2)
 
 
 def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n_train=128, lr=0.001):
-    return ModelSpec(name, 1, "gluon", description, [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
-                     N_CLASSES, _images, _zoo_builder(name, constructor, head_pool), epochs=epochs, lr=lr,
-                     port=_zoo_builder(name, constructor, head_pool, port=True),
-                     needs=needs, n_train=n_train, n_heldout=64, calibrate_batchnorm=True,
-                     initializer=he_normal, tolerance=DEEP_TOLERANCE)
+    return ModelSpec(
+        name,
+        1,
+        "gluon",
+        description,
+        [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
+        N_CLASSES,
+        _images,
+        _zoo_builder(name, constructor, head_pool),
+        epochs=epochs,
+        lr=lr,
+        port=_zoo_builder(name, constructor, head_pool, port=True),
+        needs=needs,
+        n_train=n_train,
+        n_heldout=64,
+        calibrate_batchnorm=True,
+        initializer=he_normal,
+        tolerance=DEEP_TOLERANCE,
+    )
 
 
 SPECS = [
     _spec("resnet18_v1", "resnet18_v1", "model_zoo ResNet-18 v1: conv-BN-relu residual stages, max pool"),
     _spec("resnet18_v2", "resnet18_v2", "model_zoo ResNet-18 v2: pre-activation BN-relu-conv residual stages"),
-    _spec("mobilenet_v1", "mobilenet1_0", "model_zoo MobileNet 1.0: depthwise-separable convolutions",
-          needs=("mobilenet_v1",)),
-    _spec("mobilenet_v2", "mobilenet_v2_1_0", "model_zoo MobileNetV2 1.0: inverted residuals, relu6 (1.2+)",
-          needs=("mobilenet_v2",)),
-    _spec("squeezenet1_1", "squeezenet1_1", "model_zoo SqueezeNet 1.1: fire modules (concat), dropout, "
-          "global head pool", head_pool=True, n_train=256, epochs=4, lr=0.0001),  # its ReLU head dies at higher rates
-    _spec("densenet121", "densenet121", "model_zoo DenseNet-121: concat-heavy dense blocks, global head pool",
-          head_pool=True),
+    _spec(
+        "mobilenet_v1",
+        "mobilenet1_0",
+        "model_zoo MobileNet 1.0: depthwise-separable convolutions",
+        needs=("mobilenet_v1",),
+    ),
+    _spec(
+        "mobilenet_v2",
+        "mobilenet_v2_1_0",
+        "model_zoo MobileNetV2 1.0: inverted residuals, relu6 (1.2+)",
+        needs=("mobilenet_v2",),
+    ),
+    _spec(
+        "squeezenet1_1",
+        "squeezenet1_1",
+        "model_zoo SqueezeNet 1.1: fire modules (concat), dropout, global head pool",
+        head_pool=True,
+        n_train=256,
+        epochs=4,
+        lr=0.0001,
+    ),  # its ReLU head dies at higher rates
+    _spec(
+        "densenet121",
+        "densenet121",
+        "model_zoo DenseNet-121: concat-heavy dense blocks, global head pool",
+        head_pool=True,
+    ),
     _spec("vgg11_bn", "vgg11_bn", "model_zoo VGG-11 with BatchNorm: 3x3 conv stacks, 4096-wide dense, dropout"),
-    ModelSpec("e2e_resnet18", 1, "gluon", "end-to-end ResNet-18 v1: raw 300x300 HWC uint8 in, Resize(224), "
-              "ToTensor and Normalize fused into the graph",
-              [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")], N_CLASSES, _raw_images,
-              build_e2e_resnet18, port=port_e2e_resnet18, epochs=1, lr=0.001, batch_size=16, needs=("batched_image_transforms",),
-              n_train=32, n_heldout=16, internals_samples=1, fused_front=True, calibrate_batchnorm=True, initializer=he_normal,
-              tolerance=DEEP_TOLERANCE,
-              variant=lambda release: {"transforms": front_transforms(), "batched": True}),
+    ModelSpec(
+        "e2e_resnet18",
+        1,
+        "gluon",
+        "end-to-end ResNet-18 v1: raw 300x300 HWC uint8 in, Resize(224), ToTensor and Normalize fused into the graph",
+        [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")],
+        N_CLASSES,
+        _raw_images,
+        build_e2e_resnet18,
+        port=port_e2e_resnet18,
+        epochs=1,
+        lr=0.001,
+        batch_size=16,
+        needs=("batched_image_transforms",),
+        n_train=32,
+        n_heldout=16,
+        internals_samples=1,
+        fused_front=True,
+        calibrate_batchnorm=True,
+        initializer=he_normal,
+        tolerance=DEEP_TOLERANCE,
+        variant=lambda release: {"transforms": front_transforms(), "batched": True},
+    ),
 ]

@@ -5,6 +5,7 @@ prefix so its parameter names are the same in every kernel and every load.
 ``MODELS`` maps a name to its :class:`ModelSpec`; bump a spec's ``version``
 whenever the code that builds it changes.
 """
+
 import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
@@ -98,6 +99,7 @@ class EndToEnd(gluon.HybridBlock):
     def __init__(self, batched, **kwargs):
         super(EndToEnd, self).__init__(**kwargs)
         from mxnet.gluon.data.vision import transforms
+
         with self.name_scope():
             self.front = nn.HybridSequential()
             with self.front.name_scope():
@@ -108,9 +110,14 @@ class EndToEnd(gluon.HybridBlock):
                     self.front.add(AddBatchAxis())
             self.classifier = nn.HybridSequential()
             with self.classifier.name_scope():
-                mxapi.add(self.classifier, nn.Conv2D(16, 3, padding=1, activation="relu"), nn.MaxPool2D(2, 2),
-                                    nn.Conv2D(32, 3, padding=1, activation="relu"), nn.GlobalAvgPool2D(),
-                                    nn.Dense(4))
+                mxapi.add(
+                    self.classifier,
+                    nn.Conv2D(16, 3, padding=1, activation="relu"),
+                    nn.MaxPool2D(2, 2),
+                    nn.Conv2D(32, 3, padding=1, activation="relu"),
+                    nn.GlobalAvgPool2D(),
+                    nn.Dense(4),
+                )
 
     def hybrid_forward(self, F, x):
         return self.classifier(self.front(x))
@@ -127,17 +134,32 @@ def build_mlp(release, variant=None):
 def build_lenet(release, variant=None):
     net = nn.HybridSequential(prefix="lenet_")
     with net.name_scope():
-        mxapi.add(net, nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
-                nn.Conv2D(16, 5, activation="relu"), nn.MaxPool2D(2, 2),
-                nn.Flatten(), nn.Dense(64, activation="relu"), nn.Dense(4))
+        mxapi.add(
+            net,
+            nn.Conv2D(6, 5, activation="relu"),
+            nn.MaxPool2D(2, 2),
+            nn.Conv2D(16, 5, activation="relu"),
+            nn.MaxPool2D(2, 2),
+            nn.Flatten(),
+            nn.Dense(64, activation="relu"),
+            nn.Dense(4),
+        )
     return net
 
 
 def build_resnet_bn(release, variant=None):
     net = nn.HybridSequential(prefix="resnet_bn_")
     with net.name_scope():
-        mxapi.add(net, nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
-                ResidualUnit(16), ResidualUnit(16), nn.GlobalAvgPool2D(), nn.Dense(4))
+        mxapi.add(
+            net,
+            nn.Conv2D(16, 3, padding=1, use_bias=False),
+            nn.BatchNorm(),
+            nn.Activation("relu"),
+            ResidualUnit(16),
+            ResidualUnit(16),
+            nn.GlobalAvgPool2D(),
+            nn.Dense(4),
+        )
     return net
 
 
@@ -210,36 +232,98 @@ def _e2e_data(n, seed, release):
     return data.raw_images(n, size=E2E_RAW_SIZE if e2e_batched(release) else E2E_NET_SIZE, seed=seed)
 
 
-MODELS = dict((spec.name, spec) for spec in [
-    ModelSpec("mlp", 1, "gluon", "Dense-relu-Dense on tabular clusters",
-              [InputSpec("data", (20,), "float32", "float")], 4,
-              lambda n, seed, release: data.tabular(n, seed=seed), build_mlp, port=_port(zoo_gluon2.mlp)),
-    ModelSpec("lenet", 1, "gluon", "LeNet: conv, max-pool, dense",
-              [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
-              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_lenet,
-              port=_port(zoo_gluon2.lenet)),
-    ModelSpec("resnet_bn", 1, "gluon", "small residual CNN with BatchNorm (running statistics saved)",
-              [InputSpec("data", (3, 16, 16), "float32", "float")], 4,
-              lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed), build_resnet_bn,
-              port=_port(zoo_gluon2.resnet_bn)),
-    ModelSpec("lstm", 1, "gluon", "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
-              [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
-              lambda n, seed, release: data.tokens(n, seed=seed), build_lstm, epochs=6, graph_needs=("hybrid_rnn",),
-              port=_port(lambda: zoo_gluon2.LSTMClassifier(40, 16, 24, 3)),
-              variant=lambda release: {"hybrid": has_feature(release, "hybrid_rnn")[0]}),
-    ModelSpec("embedding", 1, "gluon", "Embedding, mean over time, Dense text classifier",
-              [InputSpec("data", (16,), "float32", "tokens", vocab=40)], 3,
-              lambda n, seed, release: data.tokens(n, seed=seed), build_embedding, epochs=6,
-              port=_port(lambda: zoo_gluon2.EmbeddingClassifier(40, 16, 3))),
-    ModelSpec("symbolic", 1, "symbol", "mx.sym conv-BN-relu-pool-FC-SoftmaxOutput trained with Module",
-              [InputSpec("data", (1, 28, 28), "float32", "float")], 4,
-              lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed), build_symbolic,
-              label_names=("softmax_label",), port=port_symbolic,
-              port_initializer=zoo_gluon2.symbolic_initializer),
-    ModelSpec("e2e", 1, "gluon", "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
-              e2e_inputs, 4, _e2e_data, build_e2e, epochs=5, needs=("gluon_transforms",), fused_front=True, port=port_e2e,
-              variant=lambda release: {"transforms": e2e_transform_names(release), "batched": e2e_batched(release)}),
-])
+MODELS = dict(
+    (spec.name, spec)
+    for spec in [
+        ModelSpec(
+            "mlp",
+            1,
+            "gluon",
+            "Dense-relu-Dense on tabular clusters",
+            [InputSpec("data", (20,), "float32", "float")],
+            4,
+            lambda n, seed, release: data.tabular(n, seed=seed),
+            build_mlp,
+            port=_port(zoo_gluon2.mlp),
+        ),
+        ModelSpec(
+            "lenet",
+            1,
+            "gluon",
+            "LeNet: conv, max-pool, dense",
+            [InputSpec("data", (1, 28, 28), "float32", "float")],
+            4,
+            lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed),
+            build_lenet,
+            port=_port(zoo_gluon2.lenet),
+        ),
+        ModelSpec(
+            "resnet_bn",
+            1,
+            "gluon",
+            "small residual CNN with BatchNorm (running statistics saved)",
+            [InputSpec("data", (3, 16, 16), "float32", "float")],
+            4,
+            lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed),
+            build_resnet_bn,
+            port=_port(zoo_gluon2.resnet_bn),
+        ),
+        ModelSpec(
+            "lstm",
+            1,
+            "gluon",
+            "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
+            [InputSpec("data", (16,), "float32", "tokens", vocab=40)],
+            3,
+            lambda n, seed, release: data.tokens(n, seed=seed),
+            build_lstm,
+            epochs=6,
+            graph_needs=("hybrid_rnn",),
+            port=_port(lambda: zoo_gluon2.LSTMClassifier(40, 16, 24, 3)),
+            variant=lambda release: {"hybrid": has_feature(release, "hybrid_rnn")[0]},
+        ),
+        ModelSpec(
+            "embedding",
+            1,
+            "gluon",
+            "Embedding, mean over time, Dense text classifier",
+            [InputSpec("data", (16,), "float32", "tokens", vocab=40)],
+            3,
+            lambda n, seed, release: data.tokens(n, seed=seed),
+            build_embedding,
+            epochs=6,
+            port=_port(lambda: zoo_gluon2.EmbeddingClassifier(40, 16, 3)),
+        ),
+        ModelSpec(
+            "symbolic",
+            1,
+            "symbol",
+            "mx.sym conv-BN-relu-pool-FC-SoftmaxOutput trained with Module",
+            [InputSpec("data", (1, 28, 28), "float32", "float")],
+            4,
+            lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed),
+            build_symbolic,
+            label_names=("softmax_label",),
+            port=port_symbolic,
+            port_initializer=zoo_gluon2.symbolic_initializer,
+        ),
+        ModelSpec(
+            "e2e",
+            1,
+            "gluon",
+            "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
+            e2e_inputs,
+            4,
+            _e2e_data,
+            build_e2e,
+            epochs=5,
+            needs=("gluon_transforms",),
+            fused_front=True,
+            port=port_e2e,
+            variant=lambda release: {"transforms": e2e_transform_names(release), "batched": e2e_batched(release)},
+        ),
+    ]
+)
 MODELS.update((spec.name, spec) for spec in vision_zoo.SPECS)  # after the hand-written ones, in their order
 
 

@@ -7,6 +7,7 @@ the layers' own parameters did not change. The Module-API ``symbolic`` model bec
 ``SymbolBlock`` over the same graph with a softmax head, trained with a gluon Trainer
 (the 2.0 migration guide's replacement for Module).
 """
+
 import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
@@ -53,8 +54,9 @@ class LSTMClassifier(gluon.HybridBlock):
         super(LSTMClassifier, self).__init__()
         self.hidden = hidden
         self.embedding = nn.Embedding(vocab, dim)
-        self.lstm = gluon.rnn.LSTM(hidden, layout="NTC", i2h_weight_initializer="uniform",
-                                   h2h_weight_initializer="uniform")
+        self.lstm = gluon.rnn.LSTM(
+            hidden, layout="NTC", i2h_weight_initializer="uniform", h2h_weight_initializer="uniform"
+        )
         self.output = nn.Dense(n_classes)
 
     def forward(self, x):
@@ -78,6 +80,7 @@ class EndToEnd(gluon.HybridBlock):
     def __init__(self, net_size, mean, std):
         super(EndToEnd, self).__init__()
         from mxnet.gluon.data.vision import transforms
+
         self.front = nn.HybridSequential()
         if net_size:
             self.front.add(transforms.Resize(net_size))
@@ -85,8 +88,13 @@ class EndToEnd(gluon.HybridBlock):
         if not net_size:
             self.front.add(AddBatchAxis())
         self.classifier = nn.HybridSequential()
-        self.classifier.add(nn.Conv2D(16, 3, padding=1, activation="relu"), nn.MaxPool2D(2, 2),
-                            nn.Conv2D(32, 3, padding=1, activation="relu"), nn.GlobalAvgPool2D(), nn.Dense(4))
+        self.classifier.add(
+            nn.Conv2D(16, 3, padding=1, activation="relu"),
+            nn.MaxPool2D(2, 2),
+            nn.Conv2D(32, 3, padding=1, activation="relu"),
+            nn.GlobalAvgPool2D(),
+            nn.Dense(4),
+        )
 
     def forward(self, x):
         return self.classifier(self.front(x))
@@ -113,16 +121,29 @@ def mlp():
 
 def lenet():
     net = nn.HybridSequential()
-    net.add(nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2, 2),
-            nn.Conv2D(16, 5, activation="relu"), nn.MaxPool2D(2, 2),
-            nn.Flatten(), nn.Dense(64, activation="relu"), nn.Dense(4))
+    net.add(
+        nn.Conv2D(6, 5, activation="relu"),
+        nn.MaxPool2D(2, 2),
+        nn.Conv2D(16, 5, activation="relu"),
+        nn.MaxPool2D(2, 2),
+        nn.Flatten(),
+        nn.Dense(64, activation="relu"),
+        nn.Dense(4),
+    )
     return net
 
 
 def resnet_bn():
     net = nn.HybridSequential()
-    net.add(nn.Conv2D(16, 3, padding=1, use_bias=False), nn.BatchNorm(), nn.Activation("relu"),
-            ResidualUnit(16), ResidualUnit(16), nn.GlobalAvgPool2D(), nn.Dense(4))
+    net.add(
+        nn.Conv2D(16, 3, padding=1, use_bias=False),
+        nn.BatchNorm(),
+        nn.Activation("relu"),
+        ResidualUnit(16),
+        ResidualUnit(16),
+        nn.GlobalAvgPool2D(),
+        nn.Dense(4),
+    )
     return net
 
 
@@ -130,6 +151,7 @@ def symbolic_block(body):
     """The Module model's ``body`` (up to its last FullyConnected) with a plain softmax head, as a SymbolBlock:
     SoftmaxOutput is gone from 2.0.0a0's ``mx.sym``, and a SymbolBlock takes no label input."""
     from kit.kernel import mxapi
+
     return mxapi.symbol_block(mx.sym.softmax(body, name="softmax"), ["data"])
 
 

@@ -5,6 +5,7 @@ file and calls each ``test_*`` function (no fixtures: plain asserts only), so th
 same tests run under pytest on the host and under Python 3.6 in the oldest env.
 Prints one JSON line ``{"passed": [...], "failed": {...}}``; exits 1 on any failure.
 """
+
 import importlib
 import json
 import os
@@ -17,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main():
     sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
     from kit.kernel import mxapi
+
     mxapi.prepare_kernel()  # as every kit notebook's first cell does: numpy semantics on in MXNet 2.0
     passed, failed = [], {}
     for fname in sorted(os.listdir(HERE)):

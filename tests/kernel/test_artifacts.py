@@ -16,8 +16,12 @@ def _tmpdir():
 def test_reference_round_trip_without_pickles():
     d = _tmpdir()
     try:
-        cases = OrderedDict([("batch", {"data": np.arange(6, dtype=np.float32).reshape(2, 3)}),
-                             ("zeros", {"data": np.zeros((1, 3), np.float32)})])
+        cases = OrderedDict(
+            [
+                ("batch", {"data": np.arange(6, dtype=np.float32).reshape(2, 3)}),
+                ("zeros", {"data": np.zeros((1, 3), np.float32)}),
+            ]
+        )
         outputs = {"batch": [np.ones((2, 4), np.float32)], "zeros": [np.zeros((1, 4), np.float32)]}
         memory = {"batch": [np.ones((2, 4), np.float32)], "zeros": [np.zeros((1, 4), np.float32)]}
         path = os.path.join(d, artifacts.REFERENCE)
@@ -81,8 +85,9 @@ def test_retrained_weights_keep_the_old_version():
         archive = os.path.dirname(artifacts.version_dir(d, "1.9.1", "mlp", "export", "x"))
         for pv in ("aaaa", "aaaa", "bbbb"):
             tmp = artifacts.staging_dir(final)
-            artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST),
-                                        {"status": "saved", "model_version": 1, "param_version": pv})
+            artifacts.write_json_atomic(
+                os.path.join(tmp, artifacts.MANIFEST), {"status": "saved", "model_version": 1, "param_version": pv}
+            )
             artifacts.commit_dir(tmp, final, archive=archive)
         assert artifacts.read_json(os.path.join(final, artifacts.MANIFEST))["param_version"] == "bbbb"
         assert os.listdir(archive) == ["1-aaaa"]  # same identity replaced, the other one kept

@@ -135,8 +135,14 @@ def test_a_models_own_defaults_sit_between_the_dtypes_and_the_runs():
 
 
 def test_malformed_tolerances_are_refused():
-    for bad in ({"float32": {"rtol": -1}}, {"float32": {"rtl": 1e-3}}, {"floaty": {}}, {"float32": 1e-3},
-                {"models": {"mlp": {"rtol": "big"}}}, [1, 2]):
+    for bad in (
+        {"float32": {"rtol": -1}},
+        {"float32": {"rtl": 1e-3}},
+        {"floaty": {}},
+        {"float32": 1e-3},
+        {"models": {"mlp": {"rtol": "big"}}},
+        [1, 2],
+    ):
         try:
             tolerance.validate(bad)
         except tolerance.ToleranceError:

@@ -1,4 +1,5 @@
 """Adapter and zoo rules by release (needs mxnet: runs inside the environments)."""
+
 from kit.kernel import adapters, zoo
 from kit.common.capabilities import APIS
 
@@ -44,6 +45,7 @@ def test_capabilities_match_the_running_release():
     import mxnet as mx
     from mxnet import gluon
     from kit.common.capabilities import has_api, has_feature
+
     release = mx.__version__
     assert has_api(release, "save_parameters")[0] == hasattr(gluon.Block, "save_parameters")
     assert has_api(release, "save_params")[0] == hasattr(gluon.Block, "save_params")
@@ -62,6 +64,7 @@ def test_capabilities_match_the_running_release():
 
 def test_model_names_known_to_the_host_match_the_zoo():
     from kit.common.capabilities import MODEL_NAMES
+
     assert tuple(zoo.MODELS) == MODEL_NAMES
 
 
@@ -70,6 +73,7 @@ def test_an_artifact_variant_is_rebuilt_as_saved():
     import mxnet as mx
     from kit.common.capabilities import has_feature
     from kit.kernel.mxapi import children
+
     running = mx.__version__
     spec = zoo.get("e2e")
     ok, reason = spec.supported("1.4.1", {"batched": True})
@@ -88,6 +92,7 @@ def test_every_model_builds_and_runs_in_this_release():
     import numpy as np
     from kit.kernel import mxapi
     from kit.kernel.training import module_predict
+
     mxapi.prepare_kernel()
     running = mx.__version__
     for name in ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e"):
@@ -105,6 +110,7 @@ def test_every_model_builds_and_runs_in_this_release():
         else:
             net = spec.build(running)
             net.initialize(spec.initializer(running), mx.cpu())
-            out = mxapi.to_numpy(net(mxapi.array(x if spec.input_specs(running)[0].kind != "pixels_single"
-                                                 else x[0])))[0]
+            out = mxapi.to_numpy(net(mxapi.array(x if spec.input_specs(running)[0].kind != "pixels_single" else x[0])))[
+                0
+            ]
         assert out.shape[-1] == spec.n_classes and np.isfinite(out).all(), name

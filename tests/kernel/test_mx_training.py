@@ -1,4 +1,5 @@
 """Training helpers and the vision zoo's rules (needs mxnet: runs inside the environments)."""
+
 import numpy as np
 import mxnet as mx
 from mxnet import gluon
@@ -32,6 +33,7 @@ def test_vision_models_per_release():
     def supported(release, model):
         spec = zoo.get(model)
         return [api for api in APIS if spec.supported(release)[0] and adapters.get(api).supports(release, spec)[0]]
+
     assert tuple(m for m in zoo.MODELS if m in VISION_MODELS) == VISION_MODELS
     assert supported("1.0.0.post4", "densenet121") == ["export", "save_params", "module_checkpoint"]
     assert supported("1.0.0.post4", "mobilenet_v2") == []

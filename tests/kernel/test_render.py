@@ -2,8 +2,9 @@ from kit.common import render
 
 
 def test_html_table_escapes_and_tints():
-    html = render.html_table([{"model": "<mlp>", "status": "failed", "acc": 0.123456}], ["model", "status", "acc"],
-                             colour_by="status")
+    html = render.html_table(
+        [{"model": "<mlp>", "status": "failed", "acc": 0.123456}], ["model", "status", "acc"], colour_by="status"
+    )
     assert "&lt;mlp&gt;" in html and "<mlp>" not in html
     assert "#f8d0d0" in html and "0.1235" in html
 

@@ -26,7 +26,15 @@ def test_2_0_releases_are_known_by_what_they_report():
 def test_release_order():
     names = ["1.10.0", "1.9.1", "1.1.0", "1.0.0.post4", "1.1.0rc1", "1.0.0", "1.1.0.post0", "1.2.0b20180101"]
     assert sorted(names, key=release_key) == [
-        "1.0.0", "1.0.0.post4", "1.1.0rc1", "1.1.0", "1.1.0.post0", "1.2.0b20180101", "1.9.1", "1.10.0"]
+        "1.0.0",
+        "1.0.0.post4",
+        "1.1.0rc1",
+        "1.1.0",
+        "1.1.0.post0",
+        "1.2.0b20180101",
+        "1.9.1",
+        "1.10.0",
+    ]
 
 
 def test_short_versions_are_padded():

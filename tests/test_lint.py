@@ -1,0 +1,93 @@
+"""The structure `make lint` enforces: the import contracts hold, and they catch what they are for."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def _host_modules() -> set[str]:
+    return {f"kit.{p.stem}" for p in (REPO / "kit").glob("*.py") if p.stem not in ("__init__", "__main__")}
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(root / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    shutil.copytree(REPO / "kit", tmp_path / "kit", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_contracts_name_every_host_module():
+    host = _host_modules()
+    border = [c for c in _contracts() if c["type"] == "forbidden"]
+    assert set(border[0]["source_modules"]) == host  # host never imports kit.kernel
+    assert host <= set(border[1]["forbidden_modules"])  # kit.kernel imports no host module
+    assert host | {"kit.kernel", "mxnet"} <= set(border[2]["forbidden_modules"])  # kit.common imports neither
+
+
+def test_the_repository_keeps_every_contract():
+    proc = _lint(REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "4 kept, 0 broken" in proc.stdout
+
+
+def test_a_host_module_importing_the_kernel_side_is_caught(copy):
+    matrix = copy / "kit" / "matrix.py"
+    matrix.write_text(matrix.read_text() + "\nfrom kit.kernel import zoo  # noqa\n")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert "host modules never import kit.kernel" in proc.stdout and "kit.matrix -> kit.kernel.zoo" in proc.stdout
+
+
+def test_a_circle_is_caught(copy):
+    (copy / "kit" / "records.py").write_text(
+        (copy / "kit" / "records.py").read_text() + "\nimport kit.reports  # noqa\n"
+    )
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert "no import circles BROKEN" in proc.stdout
+
+
+def test_common_importing_mxnet_is_caught(copy):
+    metrics = copy / "kit" / "common" / "metrics.py"
+    metrics.write_text(metrics.read_text() + "\nimport mxnet  # noqa\n")
+    proc = _lint(copy)
+    assert proc.returncode != 0 and "kit.common is not allowed to import mxnet" in proc.stdout
+
+
+def test_the_python36_check_rejects_newer_syntax(copy):
+    found = subprocess.run(["bash", str(REPO / "scripts" / "find-python36.sh")], capture_output=True, text=True)
+    if found.returncode != 0:
+        pytest.skip("no Python 3.6 on this machine")
+    (copy / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "check-py36.py", copy / "scripts" / "check-py36.py")
+    ok = subprocess.run([found.stdout.strip(), str(copy / "scripts" / "check-py36.py")], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    (copy / "kit" / "common" / "cases.py").write_text("if (n := 1):\n    pass\n")
+    bad = subprocess.run(
+        [found.stdout.strip(), str(copy / "scripts" / "check-py36.py")], capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and "kit/common/cases.py:1" in bad.stdout
