@@ -4,6 +4,7 @@ Run it with Python 3.6 (`make lint` finds one the way the kit finds interpreters
 both sides share and the kernel side must parse on the oldest Python a kernel runs.
 Exits 1 naming each file that does not parse.
 """
+
 import ast
 import os
 import sys
