@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from kit.common.names import SAFE_NAME
 from kit.common.errors import UsageError
 from kit.common.capabilities import APIS, MODEL_NAMES
-
-
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")  # names that are safe as path components
 
 
 @dataclass(frozen=True)
@@ -29,10 +26,10 @@ class Cell:
         cell = cls(*parts)
         if cell.api not in APIS + ("checkpoint",):
             raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS + ("checkpoint",)))
-        if cell.model not in MODEL_NAMES and not _SAFE.match(cell.model):
+        if cell.model not in MODEL_NAMES and not SAFE_NAME.match(cell.model):
             raise UsageError(f"unknown model {cell.model!r}", hint="zoo models: " + ", ".join(MODEL_NAMES))
         for release in (cell.saved, cell.loaded):
-            if not _SAFE.match(release):
+            if not SAFE_NAME.match(release):
                 raise UsageError(f"invalid release name {release!r} in --cell")
         return cell
 

@@ -14,9 +14,9 @@ from kit.common.errors import EnvBuildError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
 from kit.common.capabilities import MODEL_NAMES
+from kit.common.names import SAFE_NAME
 
 API = "checkpoint"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
 
 
@@ -85,10 +85,10 @@ def prepare(
     in that release's environment. Problems with the inputs are usage errors, raised before any run."""
     sym_file, params_file = checkpoint_files(prefix, epoch)
     name = name or Path(prefix).name
-    if not _NAME.match(name) or name in MODEL_NAMES:
+    if not SAFE_NAME.match(name) or name in MODEL_NAMES:
         raise UsageError(
             f"model name {name!r} is not usable",
-            hint="pass --name with letters, digits, '.', '_', '-' that is not a zoo model's name",
+            hint="pass --name with letters, digits, '.', '_', '+', '-' that is not a zoo model's name",
         )
     if not inputs and not image:
         raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")

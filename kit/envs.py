@@ -22,10 +22,11 @@ from pathlib import Path
 
 import kit
 from kit import kernelspecs, releases, syslibs
+from kit.common.artifacts import write_json_atomic
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
 from kit.home import REPO_ROOT, KitHome
 from kit.interpreters import Interpreter, InterpreterFinder
-from kit.common.versions import release_key, same_release
+from kit.common.versions import same_release, sort_key
 from kit.releases import Release
 from kit.uvtool import run_logged, uv_binary
 
@@ -69,10 +70,6 @@ class Env:
     @property
     def kernel_name(self) -> str:
         return kernelspecs.KERNEL_PREFIX + self.name
-
-    @property
-    def ready(self) -> bool:
-        return self.marker is not None
 
     @property
     def state(self) -> str:
@@ -296,9 +293,7 @@ class EnvManager:
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - started, 2),
         }
-        tmp = path / (MARKER + ".tmp")
-        tmp.write_text(json.dumps(marker, indent=1, sort_keys=True))
-        os.replace(tmp, path / MARKER)
+        write_json_atomic(str(path / MARKER), marker)
 
     def _probe(self, env: Env, log: Path | None = None) -> dict:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit."""
@@ -386,7 +381,4 @@ def _plain_env() -> dict:
 
 
 def _env_sort_key(env: Env):
-    try:
-        return (0, release_key(env.name), env.name)
-    except ValueError:
-        return (1, ((0,), (0, 0), 0), env.name)
+    return sort_key(env.name)

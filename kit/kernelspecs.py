@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from kit.home import KitHome
+from kit.common.artifacts import write_json_atomic
 
 KERNEL_PREFIX = "mxnet-"
 
@@ -24,9 +25,7 @@ def write_kernelspec(
         "language": "python",
         "metadata": {"mxcompat": metadata},
     }
-    tmp = folder / "kernel.json.tmp"
-    tmp.write_text(json.dumps(spec, indent=1, sort_keys=True))
-    os.replace(tmp, folder / "kernel.json")
+    write_json_atomic(str(folder / "kernel.json"), spec)
     return folder
 
 

@@ -29,7 +29,7 @@ from kit.records import cell_id, classify, load_allow_list, load_records
 from kit.runs import Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
-EXIT_OK, EXIT_REGRESSIONS, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
+EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
 
 
 @dataclass

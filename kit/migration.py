@@ -13,8 +13,8 @@ from collections import Counter
 import pandas as pd
 
 from kit.common.capabilities import APIS, has_feature
-from kit.common.versions import release_key
-from kit.records import SEVERITY
+from kit.common.versions import sort_key
+from kit.common.verdicts import SEVERITY
 
 
 def is_2x(release: str) -> bool:
@@ -33,13 +33,6 @@ def _migrating(records: list[dict]) -> list[dict]:
         and not is_2x(r["saved_with"])
         and not (r["verdict"] == "unsupported" and (r.get("reason") or "").startswith("saving release"))
     ]
-
-
-def _sort_key(release: str):
-    try:
-        return (0, release_key(release))
-    except ValueError:
-        return (1, release)
 
 
 def _api_order(api: str):
@@ -72,14 +65,14 @@ def table(records: list[dict], detail: bool = False) -> pd.DataFrame:
     if not recs:
         return pd.DataFrame()
     keys = ("model", "api", "saved_with") if detail else ("api", "saved_with")
-    targets = sorted({r["loaded_with"] for r in recs}, key=_sort_key)
+    targets = sorted({r["loaded_with"] for r in recs}, key=sort_key)
     groups: dict = {}
     for r in recs:
         groups.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["loaded_with"], []).append(r)
 
     def order(key):
         parts = dict(zip(keys, key))
-        return (parts.get("model", ""), _api_order(parts["api"]), _sort_key(parts["saved_with"]))
+        return (parts.get("model", ""), _api_order(parts["api"]), sort_key(parts["saved_with"]))
 
     rows = []
     for key in sorted(groups, key=order):

@@ -11,10 +11,9 @@ from pathlib import Path
 import yaml
 
 from kit.common.errors import UsageError
-from kit.common.verdicts import FAILING, IDENTICAL, UNSUPPORTED
+from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
 
 #: worst last: how a group of cells is summarized by its worst verdict
-SEVERITY = ("identical", "close", "unsupported", "drift", "mismatch", "infer-error", "load-error", "corrupt")
 
 
 def load_records(run_dir: str | Path) -> list[dict]:

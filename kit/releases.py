@@ -11,14 +11,10 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from kit.common.names import SAFE_NAME
 from kit.common.errors import UnknownReleaseError, UsageError
 from kit.common import capabilities
 from kit.common.versions import at_least, parse_release, release_key
-
-#: Releases ``make demo`` spans: old, middle and new.
-DEFAULT_RELEASES = ("1.0.0.post4", "1.4.1", "1.9.1")
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
 @dataclass(frozen=True)
@@ -202,7 +198,7 @@ def get(name: str) -> Release:
 
 
 def check_name(name: str) -> str:
-    if not _NAME.match(name or ""):
+    if not SAFE_NAME.match(name or ""):
         raise UsageError(
             f"invalid environment name {name!r}",
             hint="use letters, digits, '.', '_', '+' and '-', starting with a letter or digit",

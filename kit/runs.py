@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from kit.common.artifacts import write_json_atomic
 from kit.common.errors import UsageError
 from kit.home import REPO_ROOT
 
@@ -86,9 +87,7 @@ class Run:
         return removed
 
     def write_manifest(self, data: dict) -> None:
-        tmp = self.manifest_path.with_suffix(f".tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, self.manifest_path)
+        write_json_atomic(str(self.manifest_path), data)
 
 
 def _alive(pid: int) -> bool:

@@ -148,8 +148,10 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
 
 
 def is_dead_kernel(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}"
-    return "DeadKernel" in text or "Kernel died" in text
+    """nbclient's own word that the kernel died while a cell ran."""
+    from nbclient.exceptions import DeadKernelError
+
+    return isinstance(exc, DeadKernelError)
 
 
 def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:

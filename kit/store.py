@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from kit.common.names import SAFE_NAME
 from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
@@ -52,12 +52,6 @@ class Ref:
             return f"{self.release}/{self.model}/{self.api}"
         return f"{artifacts.VERSIONS}/{self.release}/{self.model}/{self.api}/{self.version}"
 
-    def label(self) -> str:
-        return self.rel
-
-
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-
 
 def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
     """Artifact refs from store-relative manifest paths; a path with an unsafe part ('..', '/x') is ignored,
@@ -68,7 +62,7 @@ def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
         if parts[-1] != artifacts.MANIFEST:
             continue
         parts = parts[:-1]
-        if not all(_SAFE.match(p) for p in parts if p != artifacts.VERSIONS):
+        if not all(SAFE_NAME.match(p) for p in parts if p != artifacts.VERSIONS):
             continue
         if len(parts) == 3 and not parts[0].startswith("."):
             refs.append(Ref(*parts))
@@ -84,8 +78,6 @@ def _check_rel_name(name: str) -> None:
 
 class LocalStore:
     """A store folder on this machine."""
-
-    scheme = "file"
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).expanduser().resolve()
@@ -154,8 +146,6 @@ class LocalStore:
 class S3Store:
     """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
 
-    scheme = "s3"
-
     def __init__(
         self,
         url: str,
@@ -193,18 +183,19 @@ class S3Store:
     def key(self, rel: str) -> str:
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
-    def _call(self, what: str, fn, **kwargs):
+    def _call(self, what: str, fn, *args, **kwargs):
+        from boto3.exceptions import Boto3Error
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            return fn(**kwargs)
+            return fn(*args, **kwargs)
         except ClientError as e:
             code = e.response.get("Error", {}).get("Code")
             raise StoreError(
                 f"S3 {what} refused for {self.url} ({code}): {e}",
                 hint="check the bucket name, the credentials (none: anonymous), and --public-read",
             ) from None
-        except BotoCoreError as e:
+        except (BotoCoreError, Boto3Error) as e:  # Boto3Error: a managed transfer (S3UploadFailedError)
             raise StoreError(
                 f"S3 {what} failed for {self.url} at {self.endpoint_url or 'AWS'}: {e}",
                 hint="is the endpoint up and reachable? (retried with bounded attempts)",
@@ -248,11 +239,19 @@ class S3Store:
         bad = []
         for name, digest in sorted(manifest.get("files", {}).items()):
             try:
-                data = self.get_bytes(f"{ref.rel}/{name}")
+                body = self._call(
+                    f"download of {ref.rel}/{name}",
+                    self.client.get_object,
+                    Bucket=self.bucket,
+                    Key=self.key(f"{ref.rel}/{name}"),
+                )["Body"]
+                h = hashlib.sha256()
+                for chunk in body.iter_chunks(1 << 20):  # streamed: parameter files reach 112 MB
+                    h.update(chunk)
             except StoreError:
                 bad.append(name)
                 continue
-            if hashlib.sha256(data).hexdigest() != digest:
+            if h.hexdigest() != digest:
                 bad.append(name)
         return bad
 
@@ -269,21 +268,28 @@ class S3Store:
         for name in names:
             _check_rel_name(name)
         staging = f".uploads/{uuid.uuid4().hex}"
-        for name in names + [artifacts.MANIFEST]:
-            self._put(f"{staging}/{name}", (folder / name).read_bytes())
+        extra = {"ACL": "public-read"} if self.public_read else {}
+        for name in names + [artifacts.MANIFEST]:  # boto3's managed transfer: multipart for big files
+            self._call(
+                f"upload of {staging}/{name}",
+                self.client.upload_file,
+                str(folder / name),
+                self.bucket,
+                self.key(f"{staging}/{name}"),
+                ExtraArgs=extra or None,
+            )
         # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
         self._call(
             "delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}")
         )
-        extra = {"ACL": "public-read"} if self.public_read else {}
-        for name in names + [artifacts.MANIFEST]:
+        for name in names + [artifacts.MANIFEST]:  # managed copy: multipart past 5 GB
             self._call(
                 f"commit of {ref.rel}/{name}",
-                self.client.copy_object,
-                Bucket=self.bucket,
-                Key=self.key(f"{ref.rel}/{name}"),
-                CopySource={"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")},
-                **extra,
+                self.client.copy,
+                {"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")},
+                self.bucket,
+                self.key(f"{ref.rel}/{name}"),
+                ExtraArgs=extra or None,
             )
         for name in names + [artifacts.MANIFEST]:
             self._call("cleanup", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{staging}/{name}"))
@@ -300,10 +306,16 @@ class S3Store:
             bad = []
             for name, digest in sorted(manifest.get("files", {}).items()):
                 _check_rel_name(name)
-                data = self.get_bytes(f"{ref.rel}/{name}")
-                if hashlib.sha256(data).hexdigest() != digest:
+                # boto3's managed transfer (ranged, parallel for big files) into the staging folder, then hashed
+                self._call(
+                    f"download of {ref.rel}/{name}",
+                    self.client.download_file,
+                    self.bucket,
+                    self.key(f"{ref.rel}/{name}"),
+                    str(staged / name),
+                )
+                if artifacts.sha256_file(str(staged / name)) != digest:
                     bad.append(name)
-                (staged / name).write_bytes(data)
             if bad:
                 raise StoreError(
                     f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
@@ -324,16 +336,11 @@ class S3Store:
     def list_blobs(self, prefix: str) -> list[str]:
         """Keys under ``prefix`` (relative to the store's prefix; "" for everything), sorted."""
         under = prefix.strip("/")
-        out, token = [], None
-        while True:
-            kwargs = {"Bucket": self.bucket, "Prefix": self.key(under + "/") if under else self.key("")}
-            if token:
-                kwargs["ContinuationToken"] = token
-            page = self._call("listing", self.client.list_objects_v2, **kwargs)
-            out += [o["Key"][len(self.prefix) + 1 :] if self.prefix else o["Key"] for o in page.get("Contents", [])]
-            if not page.get("IsTruncated"):
-                return sorted(out)
-            token = page["NextContinuationToken"]
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.key(under + "/") if under else self.key("")
+        )
+        keys = self._call("listing", lambda: [o["Key"] for page in pages for o in page.get("Contents", [])])
+        return sorted(k[len(self.prefix) + 1 :] if self.prefix else k for k in keys)
 
     def write_index(self, index: dict) -> None:
         self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())

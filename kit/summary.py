@@ -19,8 +19,9 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 
 from kit import migration, reports  # noqa: E402
 from kit.common.capabilities import APIS  # noqa: E402
-from kit.common.versions import release_key  # noqa: E402
-from kit.records import SEVERITY, classify, load_allow_list, load_records, worst  # noqa: E402
+from kit.common.versions import sort_key  # noqa: E402
+from kit.common.verdicts import SEVERITY  # noqa: E402
+from kit.records import classify, load_allow_list, load_records, worst  # noqa: E402
 
 COLOURS = {
     "identical": "#1a9850",
@@ -55,14 +56,7 @@ class RunData:
         return [a for a in APIS if a in present] + [a for a in present if a not in APIS]
 
     def releases(self, column: str) -> list[str]:
-        return sorted(self.df[column].unique(), key=_release_sort)
-
-
-def _release_sort(name):
-    try:
-        return (0, release_key(name))
-    except ValueError:
-        return (1, name)
+        return sorted(self.df[column].unique(), key=sort_key)
 
 
 def load(run_dir: str | Path) -> RunData:
@@ -176,7 +170,7 @@ def error_distributions(data: RunData):
     errs = errs[errs["direction"] != "forward"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for ax, column, title in ((axes[0], "api", "by API"), (axes[1], "loaded_with", "by loaded release")):
-        groups = sorted(errs[column].unique(), key=_release_sort) if column == "loaded_with" else data.apis()
+        groups = sorted(errs[column].unique(), key=sort_key) if column == "loaded_with" else data.apis()
         for g in groups:
             values = np.sort(errs.loc[errs[column] == g, "max_abs"].to_numpy())
             if values.size:
@@ -229,7 +223,7 @@ def fingerprints_table(data: RunData) -> pd.DataFrame:
             if fp and fp.get("release") and fp["release"] not in seen:
                 seen[fp["release"]] = fp
     cols = {}
-    for release in sorted(seen, key=_release_sort):
+    for release in sorted(seen, key=sort_key):
         fp = seen[release]
         env = fp.get("kit_env") or {}
         cols[release] = {

@@ -97,11 +97,11 @@ def test_interrupted_upload_never_looks_complete(trained_store, s3env, monkeypat
     real_call = remote._call
     calls = {"n": 0}
 
-    def failing(what, fn, **kwargs):
+    def failing(what, fn, *args, **kwargs):
         calls["n"] += 1
         if what.startswith("commit") and calls["n"] > 5:
             raise store_mod.StoreError("connection lost (simulated)")
-        return real_call(what, fn, **kwargs)
+        return real_call(what, fn, *args, **kwargs)
 
     monkeypatch.setattr(remote, "_call", failing)
     with pytest.raises(store_mod.StoreError, match="simulated"):

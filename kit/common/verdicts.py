@@ -2,7 +2,8 @@
 
 IDENTICAL, CLOSE, DRIFT, MISMATCH = "identical", "close", "drift", "mismatch"
 LOAD_ERROR, INFER_ERROR, CORRUPT, UNSUPPORTED = "load-error", "infer-error", "corrupt", "unsupported"
-VERDICTS = (IDENTICAL, CLOSE, DRIFT, MISMATCH, LOAD_ERROR, INFER_ERROR, CORRUPT, UNSUPPORTED)
+#: every verdict, from best to worst (a cell shows its worst)
+SEVERITY = (IDENTICAL, CLOSE, UNSUPPORTED, DRIFT, MISMATCH, INFER_ERROR, LOAD_ERROR, CORRUPT)
 PASSING = (IDENTICAL, CLOSE)
 FAILING = (DRIFT, MISMATCH, LOAD_ERROR, INFER_ERROR, CORRUPT)
 #: a parameter investigate found loaded exactly as saved, under its own name or another (1.x prefix vs 2.0 structure)

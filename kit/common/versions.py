@@ -76,3 +76,12 @@ def direction(saved, loaded):
     """``backward`` (an artifact of an older release loaded in a newer one), ``same`` or ``forward``."""
     a, b = release_key(saved), release_key(loaded)
     return "same" if a == b else ("backward" if a < b else "forward")
+
+
+def sort_key(name):
+    """Sort key for a release name that may be a custom one (``rc-build``): table releases in release
+    order first, then custom names alphabetically."""
+    try:
+        return (0, release_key(name), name)
+    except ValueError:
+        return (1, ((), (), 0), name)

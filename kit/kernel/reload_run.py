@@ -11,7 +11,7 @@ from kit.kernel import adapters, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
-from kit.common.versions import direction, release_key
+from kit.common.versions import direction, sort_key
 
 RECORD_SCHEMA = 1
 
@@ -36,14 +36,7 @@ def find_artifacts(store, saved_versions=None, models=None, apis=None):
                     continue
                 if os.path.isdir(os.path.join(mdir, api)):
                     found.append((release, model, api, os.path.join(mdir, api)))
-    return sorted(found, key=lambda t: (_key_or_name(t[0]), t[1], t[2]))
-
-
-def _key_or_name(release):
-    try:
-        return (0, release_key(release), release)
-    except ValueError:
-        return (1, ((), (), 0), release)
+    return sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2]))
 
 
 def _excerpt(tb, lines=12):
@@ -63,7 +56,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
         "model": model,
         "api": api,
         "loaded_with": loaded,
-        "direction": direction(saved, loaded) if _key_or_name(saved)[0] == 0 else "unknown",
+        "direction": direction(saved, loaded) if sort_key(saved)[0] == 0 else "unknown",
         "artifact": path,
         "verdict": None,
         "reason": None,
@@ -268,7 +261,7 @@ def reload_all(
         unknown = [v for v in (value or []) if v not in known]
         if unknown:
             raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(sorted(known)))
-    todo = [a for a in found if forward or _key_or_name(a[0])[0] != 0 or direction(a[0], release) != "forward"]
+    todo = [a for a in found if forward or sort_key(a[0])[0] != 0 or direction(a[0], release) != "forward"]
     if not todo:
         raise KitError(
             "no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)"
