@@ -107,7 +107,7 @@ def bisect(
                 home,
                 "train",
                 saved_with,
-                {"mxnet_version": saved_with, "models": [model], "apis": [api], "out_dir": str(store_dir)},
+                {"release": saved_with, "models": [model], "apis": [api], "store": str(store_dir)},
             )
 
         def probe(release: str) -> str:
@@ -118,12 +118,12 @@ def bisect(
                 "reload",
                 release,
                 {
-                    "mxnet_version": release,
+                    "release": release,
                     "store": str(store_dir),
-                    "saved_versions": [saved_with],
+                    "saved_with": [saved_with],
                     "models": [model],
                     "apis": [api],
-                    "out_dir": str(run.dir),
+                    "run_dir": str(run.dir),
                     "forward": True,
                 },
             )

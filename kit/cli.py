@@ -356,7 +356,14 @@ def _report(outcome):
     help="A graph input and its shape with the batch first, e.g. data:1,3,224,224 (repeatable).",
 )
 @click.option("--label-names", metavar="N,...", help="Label inputs of loss heads such as SoftmaxOutput.")
-@click.option("--reference-version", required=True, metavar="V", help="The release whose outputs are the reference.")
+@click.option(
+    "--saved-with",
+    "--reference-version",
+    "reference_version",
+    required=True,
+    metavar="RELEASE",
+    help="The release whose outputs are the reference (--reference-version: the old name).",
+)
 @click.option("--load", "load", required=True, metavar="V,...", help="Releases to reload the checkpoint in.")
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
@@ -398,13 +405,13 @@ def check_model_cmd(
     """Will this checkpoint give the same outputs on the releases I upgrade to?
 
     PREFIX-symbol.json + PREFIX-NNNN.params (a Module checkpoint or a Gluon export, any
-    release, legacy formats included) gets reference outputs in --reference-version on
+    release, legacy formats included) gets reference outputs in --saved-with on
     deterministic inputs (or --data / --image), then the same run as `mxcompat run`:
     records, summary, bundles, exit codes.
 
     \b
       mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
-          --label-names softmax_label --reference-version 1.4.1 --load 1.6.0,1.9.1
+          --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
     """
     from kit import check_model, matrix
     from kit.home import KitHome

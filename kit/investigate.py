@@ -62,11 +62,11 @@ def investigate_cell(
         notebook,
         f"mxnet-{cell.loaded}",
         {
-            "mxnet_version": cell.loaded,
+            "release": cell.loaded,
             "store": str(store),
             "model": cell.model,
             "api": cell.api,
-            "saved_version": cell.saved,
+            "saved_with": cell.saved,
             "tolerance": tolerance or manifest["request"].get("tolerance") or {},
             "reference": reference,
             "out_json": str(out_json),

@@ -169,11 +169,11 @@ def plan(req: RunRequest, run: Run, store: Path, home: KitHome) -> list[Step]:
                 output=str(run.dir / "train" / f"mxnet-{release}.ipynb"),
                 kernel=f"mxnet-{release}",
                 parameters={
-                    "mxnet_version": release,
+                    "release": release,
                     "models": models,
                     "apis": apis,
-                    "out_dir": str(store),
-                    "overwrite": req.retrain,
+                    "store": str(store),
+                    "retrain": req.retrain,
                 },
             )
         )
@@ -190,12 +190,12 @@ def plan(req: RunRequest, run: Run, store: Path, home: KitHome) -> list[Step]:
                 output=str(run.dir / "reload" / f"mxnet-{release}.ipynb"),
                 kernel=f"mxnet-{release}",
                 parameters={
-                    "mxnet_version": release,
+                    "release": release,
                     "store": str(store),
-                    "saved_versions": sources,
+                    "saved_with": sources,
                     "models": models,
                     "apis": apis,
-                    "out_dir": str(run.dir),
+                    "run_dir": str(run.dir),
                     "tolerance": req.tolerance,
                     "forward": req.forward,
                 },

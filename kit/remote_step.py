@@ -36,7 +36,7 @@ from kit.home import KitHome
 from kit.notebooks import NOTEBOOKS
 
 # which parameters of a step are paths on the client, and what they become on the worker
-PATH_PARAMETERS = {"train": {"out_dir": "store"}, "reload": {"store": "store", "out_dir": "run"}}
+PATH_PARAMETERS = {"train": {"store": "store"}, "reload": {"store": "store", "run_dir": "run"}}
 BUILD_WAIT_SECONDS = 1800
 
 
@@ -180,7 +180,7 @@ def run_remote(task: dict) -> dict:
     models, apis = params.get("models") or None, params.get("apis") or None
     pulled = 0
     if mirror is not remote:
-        sources = [release] if kind == "train" else params["saved_versions"]
+        sources = [release] if kind == "train" else params["saved_with"]
         pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis)["downloaded"]
     local = dict(
         step,

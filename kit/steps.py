@@ -162,7 +162,7 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     from kit.common import artifacts
     from kit.common.versions import direction
 
-    records = Path(step["parameters"]["out_dir"]) / "records"
+    records = Path(step["parameters"]["run_dir"]) / "records"
     marker = records / (artifacts.INFLIGHT % step["release"])
     if not marker.exists():
         return False

@@ -471,23 +471,32 @@ def load(
     model: str,
     api: str,
     *,
-    mxnet_version: str,
+    release: str | None = None,
     model_version: int | None = None,
     param_version: str | None = None,
     store: str | None = None,
     home: KitHome | None = None,
+    mxnet_version: str | None = None,
 ) -> Artifact:
-    """An artifact by identity, hashes verified before anything is returned.
+    """An artifact by identity (the saving ``release``), hashes verified before anything is returned.
 
     Without versions: the current artifact. With them: the current one if it matches,
     else the kept version. An S3 store is pulled into the local cache first.
+    ``mxnet_version`` is the old name of ``release``, accepted with a DeprecationWarning.
     """
+    if mxnet_version is not None:
+        import warnings
+
+        warnings.warn("kit.store.load(mxnet_version=...) is now release=...", DeprecationWarning, stacklevel=2)
+        release = release or mxnet_version
+    if release is None:
+        raise UsageError("kit.store.load needs the release that saved the artifact: release='1.9.1'")
     opened = open_store(store, home=home)
     local = opened
     if isinstance(opened, S3Store):
         local = cache_for(opened, home)
-        pull(opened, local, releases=[mxnet_version], models=[model], apis=[api], versions=True)
-    candidates = [r for r in local.refs() if (r.release, r.model, r.api) == (mxnet_version, model, api)]
+        pull(opened, local, releases=[release], models=[model], apis=[api], versions=True)
+    candidates = [r for r in local.refs() if (r.release, r.model, r.api) == (release, model, api)]
     for ref in sorted(candidates, key=lambda r: r.version is not None):
         m = local.manifest(ref)
         if model_version is not None and m.get("model_version") != model_version:
@@ -500,7 +509,7 @@ def load(
         return Artifact(local.path(ref), m)
     have = [f"{local.manifest(r).get('model_version')}-{local.manifest(r).get('param_version')}" for r in candidates]
     raise StoreError(
-        f"no artifact {mxnet_version}/{model}/{api} with model_version={model_version}, "
+        f"no artifact {release}/{model}/{api} with model_version={model_version}, "
         f"param_version={param_version} in {opened.url}",
         hint="versions there: " + (", ".join(have) or "none"),
     )

@@ -93,7 +93,7 @@ def test_executed_notebooks_record_their_kernel_and_string_parameters(first_run)
     nb = nbformat.read(first_run["dir"] / "reload" / f"mxnet-{NEWEST}.ipynb", 4)
     assert nb.metadata["kernelspec"]["name"] == f"mxnet-{NEWEST}"
     params = nb.metadata["papermill"]["parameters"]
-    assert params["mxnet_version"] == NEWEST and params["saved_versions"] == [OLDEST, NEWEST]
+    assert params["release"] == NEWEST and params["saved_with"] == [OLDEST, NEWEST]
 
 
 def test_summary_notebook_shows_figures_and_tables(first_run):

@@ -122,7 +122,7 @@ def test_end_to_end_model_takes_raw_uint8_pixels(trained_store):
 def test_executed_notebook_shows_table_and_loss_plot(trained_store, release):
     nb = nbformat.read(trained_store["_runs"] / f"train-{release}.ipynb", as_version=4)
     assert nb.metadata["kernelspec"]["name"] == f"mxnet-{release}"
-    assert nb.metadata["papermill"]["parameters"]["mxnet_version"] == release
+    assert nb.metadata["papermill"]["parameters"]["release"] == release
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     svg = [o["data"]["image/svg+xml"] for o in outputs if "image/svg+xml" in o.get("data", {})]
@@ -163,7 +163,7 @@ def test_wrong_kernel_fails_loudly_with_the_cell_visible(built_envs, kit_home, t
             {"mxnet_version": NEWEST, "out_dir": str(tmp_path / "store")},
             home=KitHome(kit_home),
         )
-    assert "this kernel runs MXNet 1.0.0, but mxnet_version is '1.9.1'" in str(e.value)
+    assert "this kernel runs MXNet 1.0.0, but release is '1.9.1'" in str(e.value)
     nb = nbformat.read(out, 4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors and errors[0]["ename"] == "KitError"

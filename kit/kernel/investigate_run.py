@@ -14,7 +14,7 @@ from kit.kernel.train_run import check_kernel
 TOP = 5
 
 
-def investigate(release, store, model, api, saved_version, tolerance_overrides=None, reference=None, top=TOP):
+def investigate(release, store, model, api, saved_with, tolerance_overrides=None, reference=None, top=TOP):
     """Compare every internal node of one artifact as ``release`` computes it with the saving release's.
 
     ``reference`` is an internals file computed on demand in the saving release;
@@ -23,11 +23,11 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
     diff between what was saved and what this release loaded.
     """
     check_kernel(release)
-    folder = artifacts.artifact_dir(store, saved_version, model, api)
+    folder = artifacts.artifact_dir(store, saved_with, model, api)
     try:
         manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
-        raise KitError("no readable artifact %s/%s/%s in %s: %s" % (saved_version, model, api, store, e))
+        raise KitError("no readable artifact %s/%s/%s in %s: %s" % (saved_with, model, api, store, e))
     if manifest.get("status") != "saved":
         raise KitError("artifact %s is %s: %s" % (folder, manifest.get("status"), manifest.get("reason")))
     bad = artifacts.verify(folder, manifest)
@@ -61,7 +61,7 @@ def investigate(release, store, model, api, saved_version, tolerance_overrides=N
     )
     return {
         "loaded_with": release,
-        "saved_with": saved_version,
+        "saved_with": saved_with,
         "model": model,
         "api": api,
         "artifact": folder,

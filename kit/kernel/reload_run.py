@@ -16,14 +16,14 @@ from kit.common.versions import direction, sort_key
 RECORD_SCHEMA = 1
 
 
-def find_artifacts(store, saved_versions=None, models=None, apis=None):
+def find_artifacts(store, saved_with=None, models=None, apis=None):
     """Artifact folders ``(release, model, api, path)`` in ``store``, filtered, sorted by release."""
     found = []
     if not os.path.isdir(store):
         return found
     for release in os.listdir(store):
         rdir = os.path.join(store, release)
-        if release.startswith(".") or not os.path.isdir(rdir) or (saved_versions and release not in saved_versions):
+        if release.startswith(".") or not os.path.isdir(rdir) or (saved_with and release not in saved_with):
             continue
         for model in sorted(os.listdir(rdir)):
             if model.startswith(".") or (models and model not in models):
@@ -231,8 +231,8 @@ def _fail(rec, verdict, reason, exc=None, tb=None):
 def reload_all(
     release,
     store,
-    out_dir,
-    saved_versions=None,
+    run_dir,
+    saved_with=None,
     models=None,
     apis=None,
     tolerance_overrides=None,
@@ -252,7 +252,7 @@ def reload_all(
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
         models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
-    found = find_artifacts(store, saved_versions, models, apis)
+    found = find_artifacts(store, saved_with, models, apis)
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
     for name, value, known in (
         ("models", models, set(zoo.MODELS) | in_store),
@@ -264,11 +264,11 @@ def reload_all(
     todo = [a for a in found if forward or sort_key(a[0])[0] != 0 or direction(a[0], release) != "forward"]
     if not todo:
         raise KitError(
-            "no artifacts to check in %s (saved_versions=%s, models=%s, apis=%s, forward=%s)"
-            % (store, saved_versions or "all", models or "all", apis or "all", forward),
+            "no artifacts to check in %s (saved_with=%s, models=%s, apis=%s, forward=%s)"
+            % (store, saved_with or "all", models or "all", apis or "all", forward),
             hint="run train.ipynb for the saving releases first, or widen the filters",
         )
-    records_dir = os.path.join(out_dir, "records")
+    records_dir = os.path.join(run_dir, "records")
     if not os.path.isdir(records_dir):
         os.makedirs(records_dir)
     env = fingerprint(release)

@@ -29,7 +29,7 @@ def check_kernel(release):
     kernel up as a user of that release would (numpy semantics on in 2.0)."""
     if not same_release(release, mx.__version__):
         raise KitError(
-            "this kernel runs MXNet %s, but mxnet_version is %r" % (mx.__version__, release),
+            "this kernel runs MXNet %s, but release is %r" % (mx.__version__, release),
             hint="run the notebook on kernel mxnet-%s" % release,
         )
     mxapi.prepare_kernel()
@@ -45,7 +45,7 @@ def _select(names, known, what):
     return names
 
 
-def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, overwrite=False, log=None):
+def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, retrain=False, log=None):
     """Train and save every requested (model, API) of this kernel's release into ``store``.
 
     Returns one row per (model, API): status ``saved``, ``exists``, ``unsupported``
@@ -65,7 +65,7 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
     for name in models:
         spec = zoo.get(name)
         finals = dict((api, artifacts.artifact_dir(store, release, name, api)) for api in apis)
-        if not overwrite and all(os.path.isfile(os.path.join(d, artifacts.MANIFEST)) for d in finals.values()):
+        if not retrain and all(os.path.isfile(os.path.join(d, artifacts.MANIFEST)) for d in finals.values()):
             rows.extend(_row(name, api, "exists", finals[api]) for api in apis)
             continue
         ok, reason = spec.supported(release)
