@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from kit import releases
+from kit.common import artifacts
 from kit.envs import EnvManager
 from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
@@ -127,7 +128,7 @@ def bisect(
                     "forward": True,
                 },
             )
-            record = run.dir / "records" / f"{saved_with}__{model}__{api}__{release}.json"
+            record = run.dir / "records" / artifacts.record_name(saved_with, model, api, release)
             verdict = json.loads(record.read_text())["verdict"]
             result.probes.append((release, verdict))
             on_event(f"[{len(result.probes)}] {release}: {verdict}")

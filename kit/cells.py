@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kit.common import artifacts
 from kit.common.names import SAFE_NAME
 from kit.common.errors import UsageError
 from kit.common.capabilities import APIS, MODEL_NAMES
@@ -39,4 +40,4 @@ class Cell:
     @property
     def slug(self) -> str:
         """A file name for the cell (the record file's stem)."""
-        return f"{self.saved}__{self.model}__{self.api}__{self.loaded}"
+        return artifacts.cell_stem(self.saved, self.model, self.api, self.loaded)

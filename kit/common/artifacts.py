@@ -21,9 +21,32 @@ SCHEMA = 1
 INFLIGHT = ".inflight-%s.json"  # in a records folder: the artifact a kernel of that release is working on
 
 
+def cell_stem(saved, model, api, loaded):
+    """The name of one (artifact, loading release) cell in file names: its record, its investigation."""
+    return "%s__%s__%s__%s" % (saved, model, api, loaded)
+
+
 def record_name(saved, model, api, loaded):
     """The file name of one (artifact, loading release) record."""
-    return "%s__%s__%s__%s.json" % (saved, model, api, loaded)
+    return cell_stem(saved, model, api, loaded) + ".json"
+
+
+def param_stats(array):
+    """One parameter as a table row: shape, dtype, a content hash and summary statistics.
+
+    The train run records it per saved parameter and investigate computes it for the loaded
+    one: both sides hash and summarize through this one function, so their rows compare exactly.
+    """
+    a = np.ascontiguousarray(array)
+    f = a.astype(np.float64)
+    return {
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "sha256": hashlib.sha256(a.tobytes()).hexdigest()[:16],
+        "mean": float(f.mean()) if f.size else 0.0,
+        "std": float(f.std()) if f.size else 0.0,
+        "absmax": float(np.abs(f).max()) if f.size else 0.0,
+    }
 
 
 def sha256_file(path, chunk=1 << 20):

@@ -1,6 +1,5 @@
 """What train.ipynb runs: train each zoo model, save it with every API, record references and manifests."""
 
-import hashlib
 import os
 import platform
 import shutil
@@ -209,19 +208,7 @@ def _param_table(arrays):
     Lets a later release tell a renamed, reshaped or silently re-initialized parameter
     from the one that was trained, without the saving release's loader.
     """
-    table = {}
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        f = a.astype(np.float64)
-        table[name] = {
-            "shape": list(a.shape),
-            "dtype": str(a.dtype),
-            "sha256": hashlib.sha256(a.tobytes()).hexdigest()[:16],
-            "mean": float(f.mean()) if f.size else 0.0,
-            "std": float(f.std()) if f.size else 0.0,
-            "absmax": float(np.abs(f).max()) if f.size else 0.0,
-        }
-    return table
+    return dict((name, artifacts.param_stats(arrays[name])) for name in sorted(arrays))
 
 
 def _max_abs(a, b):
