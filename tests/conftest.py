@@ -79,7 +79,7 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
             NOTEBOOKS / "train.ipynb",
             runs / f"train-{release}.ipynb",
             f"mxnet-{release}",
-            {"mxnet_version": release, "out_dir": str(store)},
+            {"release": release, "store": str(store)},
             home=KitHome(kit_home),
         )
         out[release] = time.monotonic() - started
@@ -109,9 +109,9 @@ def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
             out_dir / "reload.ipynb",
             f"mxnet-{release}",
             {
-                "mxnet_version": release,
+                "release": release,
                 "store": str(trained_store["_store"]),
-                "out_dir": str(out_dir),
+                "run_dir": str(out_dir),
                 "forward": forward,
             },
             home=KitHome(kit_home),
