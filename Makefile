@@ -27,7 +27,10 @@ nbstripout: $(VENV)/.installed
 demo: setup
 	$(BIN)/mxcompat env create $(DEMO_RELEASES) --allow-fallback
 	$(BIN)/mxcompat env list
-	$(BIN)/mxcompat run --save $(subst $(space),$(comma),$(strip $(DEMO_RELEASES))) --forward --jobs $(DEMO_JOBS)
+	@# exit 1 is the kit's verdict "regressions found" (1.x LSTMs do not load in MXNet 2.0), not a broken demo
+	$(BIN)/mxcompat run --save $(subst $(space),$(comma),$(strip $(DEMO_RELEASES))) --forward --jobs $(DEMO_JOBS); \
+	rc=$$?; if [ $$rc -eq 1 ]; then echo "make demo: the run found regressions (exit 1); summary.md above lists them"; \
+	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
