@@ -4,7 +4,3 @@ import re
 
 #: letters, digits, '.', '_', '+' and '-', starting with a letter or digit: safe as a path component
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-
-
-def is_safe(name):
-    return bool(name) and bool(SAFE_NAME.match(name))
