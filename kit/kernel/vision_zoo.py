@@ -141,25 +141,25 @@ def he_normal():
     return mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2)
 
 
-def _spec(name, constructor, description, needs=(), head_pool=False, epochs=2, n_train=128, lr=0.001):
-    return ModelSpec(
+def _deep_spec(name, description, inputs, make_data, build, port, **options):
+    """A version-1 spec of a deep network: He-initialized, BatchNorm calibrated after training, deep tolerance."""
+    deep = dict(lr=0.001, n_heldout=64, calibrate_batchnorm=True, initializer=he_normal, tolerance=DEEP_TOLERANCE)
+    deep.update(options)
+    return ModelSpec(name, 1, "gluon", description, inputs, N_CLASSES, make_data, build, port=port, **deep)
+
+
+def _spec(name, constructor, description, head_pool=False, epochs=2, n_train=128, **options):
+    """A model-zoo network on float 32x32 images."""
+    return _deep_spec(
         name,
-        1,
-        "gluon",
         description,
         [InputSpec("data", (3, SIZE, SIZE), "float32", "float")],
-        N_CLASSES,
         _images,
         _zoo_builder(name, constructor, head_pool),
+        _zoo_builder(name, constructor, head_pool, port=True),
         epochs=epochs,
-        lr=lr,
-        port=_zoo_builder(name, constructor, head_pool, port=True),
-        needs=needs,
         n_train=n_train,
-        n_heldout=64,
-        calibrate_batchnorm=True,
-        initializer=he_normal,
-        tolerance=DEEP_TOLERANCE,
+        **options,
     )
 
 
@@ -194,27 +194,20 @@ SPECS = [
         head_pool=True,
     ),
     _spec("vgg11_bn", "vgg11_bn", "model_zoo VGG-11 with BatchNorm: 3x3 conv stacks, 4096-wide dense, dropout"),
-    ModelSpec(
+    _deep_spec(
         "e2e_resnet18",
-        1,
-        "gluon",
         "end-to-end ResNet-18 v1: raw 300x300 HWC uint8 in, Resize(224), ToTensor and Normalize fused into the graph",
         [InputSpec("data", (E2E_RAW_SIZE, E2E_RAW_SIZE, 3), "uint8", "pixels")],
-        N_CLASSES,
         _raw_images,
         build_e2e_resnet18,
-        port=port_e2e_resnet18,
+        port_e2e_resnet18,
         epochs=1,
-        lr=0.001,
         batch_size=16,
         needs=("batched_image_transforms",),
         n_train=32,
         n_heldout=16,
         internals_samples=1,
         fused_front=True,
-        calibrate_batchnorm=True,
-        initializer=he_normal,
-        tolerance=DEEP_TOLERANCE,
         variant=lambda release: {"transforms": front_transforms(), "batched": True},
     ),
 ]

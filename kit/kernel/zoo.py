@@ -11,7 +11,7 @@ from mxnet import gluon
 from mxnet.gluon import nn
 
 from kit.common import data
-from kit.kernel import mxapi, vision_zoo, zoo_gluon2
+from kit.kernel import layers, mxapi, vision_zoo, zoo_gluon2
 from kit.common.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
@@ -110,57 +110,31 @@ class EndToEnd(gluon.HybridBlock):
                     self.front.add(AddBatchAxis())
             self.classifier = nn.HybridSequential()
             with self.classifier.name_scope():
-                mxapi.add(
-                    self.classifier,
-                    nn.Conv2D(16, 3, padding=1, activation="relu"),
-                    nn.MaxPool2D(2, 2),
-                    nn.Conv2D(32, 3, padding=1, activation="relu"),
-                    nn.GlobalAvgPool2D(),
-                    nn.Dense(4),
-                )
+                mxapi.add(self.classifier, *layers.e2e_classifier())
 
     def hybrid_forward(self, F, x):
         return self.classifier(self.front(x))
 
 
 # -- builders ---------------------------------------------------------------------------------
-def build_mlp(release, variant=None):
-    net = nn.HybridSequential(prefix="mlp_")
+def _sequential(prefix, make_layers):
+    """A HybridSequential of the layers ``make_layers()`` creates in its name scope (which names them)."""
+    net = nn.HybridSequential(prefix=prefix)
     with net.name_scope():
-        mxapi.add(net, nn.Dense(32, activation="relu"), nn.Dense(4))
+        mxapi.add(net, *make_layers())
     return net
+
+
+def build_mlp(release, variant=None):
+    return _sequential("mlp_", layers.mlp)
 
 
 def build_lenet(release, variant=None):
-    net = nn.HybridSequential(prefix="lenet_")
-    with net.name_scope():
-        mxapi.add(
-            net,
-            nn.Conv2D(6, 5, activation="relu"),
-            nn.MaxPool2D(2, 2),
-            nn.Conv2D(16, 5, activation="relu"),
-            nn.MaxPool2D(2, 2),
-            nn.Flatten(),
-            nn.Dense(64, activation="relu"),
-            nn.Dense(4),
-        )
-    return net
+    return _sequential("lenet_", layers.lenet)
 
 
 def build_resnet_bn(release, variant=None):
-    net = nn.HybridSequential(prefix="resnet_bn_")
-    with net.name_scope():
-        mxapi.add(
-            net,
-            nn.Conv2D(16, 3, padding=1, use_bias=False),
-            nn.BatchNorm(),
-            nn.Activation("relu"),
-            ResidualUnit(16),
-            ResidualUnit(16),
-            nn.GlobalAvgPool2D(),
-            nn.Dense(4),
-        )
-    return net
+    return _sequential("resnet_bn_", lambda: layers.resnet_bn(ResidualUnit))
 
 
 def build_lstm(release, variant=None):
@@ -224,8 +198,37 @@ def port_symbolic(release, variant=None):
     return zoo_gluon2.symbolic_block(symbolic_body())
 
 
+def port_lstm(release, variant=None):
+    return zoo_gluon2.LSTMClassifier(40, 16, 24, 3)
+
+
+def port_embedding(release, variant=None):
+    return zoo_gluon2.EmbeddingClassifier(40, 16, 3)
+
+
 def _port(make):
     return lambda release, variant=None: make()
+
+
+# -- the spec table ----------------------------------------------------------------------------
+def _spec(name, description, synthetic, build, port, kind="gluon", **options):
+    """A version-1 spec; ``synthetic`` is the model's ``(inputs, n_classes, make_data)``."""
+    inputs, n_classes, make_data = synthetic
+    return ModelSpec(name, 1, kind, description, inputs, n_classes, make_data, build, port=port, **options)
+
+
+def _tabular():
+    return [InputSpec("data", (20,), "float32", "float")], 4, lambda n, seed, release: data.tabular(n, seed=seed)
+
+
+def _images(channels, size):
+    inputs = [InputSpec("data", (channels, size, size), "float32", "float")]
+    return inputs, 4, lambda n, seed, release: data.images(n, channels=channels, size=size, seed=seed)
+
+
+def _tokens():
+    inputs = [InputSpec("data", (16,), "float32", "tokens", vocab=40)]
+    return inputs, 3, lambda n, seed, release: data.tokens(n, seed=seed)
 
 
 def _e2e_data(n, seed, release):
@@ -235,91 +238,52 @@ def _e2e_data(n, seed, release):
 MODELS = dict(
     (spec.name, spec)
     for spec in [
-        ModelSpec(
-            "mlp",
-            1,
-            "gluon",
-            "Dense-relu-Dense on tabular clusters",
-            [InputSpec("data", (20,), "float32", "float")],
-            4,
-            lambda n, seed, release: data.tabular(n, seed=seed),
-            build_mlp,
-            port=_port(zoo_gluon2.mlp),
-        ),
-        ModelSpec(
-            "lenet",
-            1,
-            "gluon",
-            "LeNet: conv, max-pool, dense",
-            [InputSpec("data", (1, 28, 28), "float32", "float")],
-            4,
-            lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed),
-            build_lenet,
-            port=_port(zoo_gluon2.lenet),
-        ),
-        ModelSpec(
+        _spec("mlp", "Dense-relu-Dense on tabular clusters", _tabular(), build_mlp, _port(zoo_gluon2.mlp)),
+        _spec("lenet", "LeNet: conv, max-pool, dense", _images(1, 28), build_lenet, _port(zoo_gluon2.lenet)),
+        _spec(
             "resnet_bn",
-            1,
-            "gluon",
             "small residual CNN with BatchNorm (running statistics saved)",
-            [InputSpec("data", (3, 16, 16), "float32", "float")],
-            4,
-            lambda n, seed, release: data.images(n, channels=3, size=16, seed=seed),
+            _images(3, 16),
             build_resnet_bn,
-            port=_port(zoo_gluon2.resnet_bn),
+            _port(zoo_gluon2.resnet_bn),
         ),
-        ModelSpec(
+        _spec(
             "lstm",
-            1,
-            "gluon",
             "Embedding-LSTM-Dense sequence classifier (fused RNN op where hybrid)",
-            [InputSpec("data", (16,), "float32", "tokens", vocab=40)],
-            3,
-            lambda n, seed, release: data.tokens(n, seed=seed),
+            _tokens(),
             build_lstm,
+            port_lstm,
             epochs=6,
             graph_needs=("hybrid_rnn",),
-            port=_port(lambda: zoo_gluon2.LSTMClassifier(40, 16, 24, 3)),
             variant=lambda release: {"hybrid": has_feature(release, "hybrid_rnn")[0]},
         ),
-        ModelSpec(
+        _spec(
             "embedding",
-            1,
-            "gluon",
             "Embedding, mean over time, Dense text classifier",
-            [InputSpec("data", (16,), "float32", "tokens", vocab=40)],
-            3,
-            lambda n, seed, release: data.tokens(n, seed=seed),
+            _tokens(),
             build_embedding,
+            port_embedding,
             epochs=6,
-            port=_port(lambda: zoo_gluon2.EmbeddingClassifier(40, 16, 3)),
         ),
-        ModelSpec(
+        _spec(
             "symbolic",
-            1,
-            "symbol",
             "mx.sym conv-BN-relu-pool-FC-SoftmaxOutput trained with Module",
-            [InputSpec("data", (1, 28, 28), "float32", "float")],
-            4,
-            lambda n, seed, release: data.images(n, channels=1, size=28, seed=seed),
+            _images(1, 28),
             build_symbolic,
+            port_symbolic,
+            kind="symbol",
             label_names=("softmax_label",),
-            port=port_symbolic,
             port_initializer=zoo_gluon2.symbolic_initializer,
         ),
-        ModelSpec(
+        _spec(
             "e2e",
-            1,
-            "gluon",
             "end-to-end: raw HWC uint8 image, gluon transforms fused into the graph",
-            e2e_inputs,
-            4,
-            _e2e_data,
+            (e2e_inputs, 4, _e2e_data),
             build_e2e,
+            port_e2e,
             epochs=5,
             needs=("gluon_transforms",),
             fused_front=True,
-            port=port_e2e,
             variant=lambda release: {"transforms": e2e_transform_names(release), "batched": e2e_batched(release)},
         ),
     ]

@@ -12,6 +12,8 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
+from kit.kernel import layers
+
 
 class ResidualUnit(gluon.HybridBlock):
     """conv-BN-relu-conv-BN plus identity (the port of ``zoo.ResidualUnit``)."""
@@ -88,13 +90,7 @@ class EndToEnd(gluon.HybridBlock):
         if not net_size:
             self.front.add(AddBatchAxis())
         self.classifier = nn.HybridSequential()
-        self.classifier.add(
-            nn.Conv2D(16, 3, padding=1, activation="relu"),
-            nn.MaxPool2D(2, 2),
-            nn.Conv2D(32, 3, padding=1, activation="relu"),
-            nn.GlobalAvgPool2D(),
-            nn.Dense(4),
-        )
+        self.classifier.add(*layers.e2e_classifier())
 
     def forward(self, x):
         return self.classifier(self.front(x))
@@ -113,38 +109,22 @@ class FusedResNet18(gluon.HybridBlock):
         return self.classifier(self.front(x))
 
 
-def mlp():
+def _sequential(blocks):
     net = nn.HybridSequential()
-    net.add(nn.Dense(32, activation="relu"), nn.Dense(4))
+    net.add(*blocks)
     return net
+
+
+def mlp():
+    return _sequential(layers.mlp())
 
 
 def lenet():
-    net = nn.HybridSequential()
-    net.add(
-        nn.Conv2D(6, 5, activation="relu"),
-        nn.MaxPool2D(2, 2),
-        nn.Conv2D(16, 5, activation="relu"),
-        nn.MaxPool2D(2, 2),
-        nn.Flatten(),
-        nn.Dense(64, activation="relu"),
-        nn.Dense(4),
-    )
-    return net
+    return _sequential(layers.lenet())
 
 
 def resnet_bn():
-    net = nn.HybridSequential()
-    net.add(
-        nn.Conv2D(16, 3, padding=1, use_bias=False),
-        nn.BatchNorm(),
-        nn.Activation("relu"),
-        ResidualUnit(16),
-        ResidualUnit(16),
-        nn.GlobalAvgPool2D(),
-        nn.Dense(4),
-    )
-    return net
+    return _sequential(layers.resnet_bn(ResidualUnit))
 
 
 def symbolic_block(body):
