@@ -11,9 +11,8 @@ from pathlib import Path
 import yaml
 
 from kit.common.errors import UsageError
+from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
-
-#: worst last: how a group of cells is summarized by its worst verdict
 
 
 def load_records(run_dir: str | Path) -> list[dict]:
@@ -26,10 +25,6 @@ def load_records(run_dir: str | Path) -> list[dict]:
         rec["record_file"] = str(path)
         records.append(rec)
     return records
-
-
-def cell_id(rec: dict) -> str:
-    return f"{rec['model']}/{rec['api']}/{rec['saved_with']}/{rec['loaded_with']}"
 
 
 def is_failure(rec: dict) -> bool:

@@ -7,7 +7,8 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from kit import migration
-from kit.records import cell_id, is_failure
+from kit.common.record_schema import cell_id, flat_row
+from kit.records import is_failure
 
 EXIT_MEANINGS = {0: "compatible", 1: "regressions found"}
 COLUMNS = [
@@ -43,34 +44,20 @@ def notebook_of(run_dir: Path, rec: dict) -> str:
 def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict]:
     rows = []
     for rec in records:
-        s = rec.get("summary") or {}
-        rows.append(
-            {
-                "saved_with": rec["saved_with"],
-                "model": rec["model"],
-                "api": rec["api"],
-                "loaded_with": rec["loaded_with"],
-                "direction": rec["direction"],
-                "verdict": rec["verdict"],
-                "allowed": cell_id(rec) in allowed_ids,
-                "reason": rec.get("reason"),
-                "load_path": rec.get("load_path"),
-                "load_attempts": "; ".join(
-                    f"{a['path']}: {a.get('headline') or a.get('error')}" for a in rec.get("load_attempts") or []
-                ),
-                "max_abs": s.get("max_abs"),
-                "max_rel": s.get("max_rel"),
-                "ulp_max": s.get("ulp_max"),
-                "frac_out_of_tolerance": s.get("frac_out_of_tolerance"),
-                "top1_agreement": s.get("top1_agreement"),
-                "cosine_min": s.get("cosine_min"),
-                "load_seconds": rec.get("load_seconds"),
-                "infer_seconds": rec.get("infer_seconds"),
-                "error_type": rec.get("error_type"),
-                "notebook": notebook_of(run_dir, rec),
-                "record_file": rec.get("record_file"),
-            }
+        row = flat_row(rec)
+        row.update(
+            allowed=cell_id(rec) in allowed_ids,
+            load_path=rec.get("load_path"),
+            load_attempts="; ".join(
+                f"{a['path']}: {a.get('headline') or a.get('error')}" for a in rec.get("load_attempts") or []
+            ),
+            load_seconds=rec.get("load_seconds"),
+            infer_seconds=rec.get("infer_seconds"),
+            error_type=rec.get("error_type"),
+            notebook=notebook_of(run_dir, rec),
+            record_file=rec.get("record_file"),
         )
+        rows.append(row)
     return rows
 
 

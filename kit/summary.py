@@ -19,6 +19,7 @@ from matplotlib.colors import ListedColormap  # noqa: E402
 
 from kit import migration, reports  # noqa: E402
 from kit.common.capabilities import APIS  # noqa: E402
+from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
 from kit.common.verdicts import SEVERITY  # noqa: E402
 from kit.records import classify, load_allow_list, load_records, worst  # noqa: E402
@@ -47,7 +48,7 @@ class RunData:
         self.manifest = json.loads((self.dir / "run.json").read_text())
         allow = load_allow_list(self.manifest["request"].get("allow_list"))
         self.split = classify(self.records, allow)
-        allowed = {reports.cell_id(r) for r, _ in self.split["allowed"]}
+        allowed = {cell_id(r) for r, _ in self.split["allowed"]}
         self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
 
     def apis(self) -> list[str]:

@@ -73,8 +73,12 @@ def at_least(release, minimum):
 
 
 def direction(saved, loaded):
-    """``backward`` (an artifact of an older release loaded in a newer one), ``same`` or ``forward``."""
-    a, b = release_key(saved), release_key(loaded)
+    """``backward`` (an artifact of an older release loaded in a newer one), ``same``, ``forward``, or
+    ``unknown`` when either is a custom name (``rc-build``) that has no place in release order."""
+    try:
+        a, b = release_key(saved), release_key(loaded)
+    except ValueError:
+        return "unknown"
     return "same" if a == b else ("backward" if a < b else "forward")
 
 

@@ -6,14 +6,12 @@ import time
 import traceback
 
 from kit.common.errors import KitError
-from kit.common import artifacts, metrics, tolerance, verdicts
+from kit.common import artifacts, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, sort_key
-
-RECORD_SCHEMA = 1
 
 
 def find_artifacts(store, saved_with=None, models=None, apis=None):
@@ -50,25 +48,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
     dies on this artifact can be told apart by the host.
     """
     phase = phase or (lambda name: None)
-    rec = {
-        "schema": RECORD_SCHEMA,
-        "saved_with": saved,
-        "model": model,
-        "api": api,
-        "loaded_with": loaded,
-        "direction": direction(saved, loaded) if sort_key(saved)[0] == 0 else "unknown",
-        "artifact": path,
-        "verdict": None,
-        "reason": None,
-        "error_type": None,
-        "error": None,
-        "traceback": None,
-        "load_seconds": None,
-        "infer_seconds": None,
-        "cases": {},
-        "load_path": None,
-        "load_attempts": [],
-    }
+    rec = record_schema.new_record(saved, model, api, loaded, path)
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -261,7 +241,7 @@ def reload_all(
         unknown = [v for v in (value or []) if v not in known]
         if unknown:
             raise KitError("unknown %s: %s" % (name, ", ".join(unknown)), hint="known: " + ", ".join(sorted(known)))
-    todo = [a for a in found if forward or sort_key(a[0])[0] != 0 or direction(a[0], release) != "forward"]
+    todo = [a for a in found if forward or direction(a[0], release) != "forward"]
     if not todo:
         raise KitError(
             "no artifacts to check in %s (saved_with=%s, models=%s, apis=%s, forward=%s)"
@@ -283,7 +263,7 @@ def reload_all(
             rec = check_artifact(release, saved, model, api, path, tolerance_overrides, inflight.phase)
         rec["loaded_fingerprint"] = env
         rec["seconds"] = round(time.time() - started, 4)
-        rec["checked_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        rec["checked_at"] = record_schema.now()
         if rec["direction"] == "same":
             rec["noise_floor"] = True
             rec["nondeterministic"] = rec["verdict"] not in (verdicts.IDENTICAL, verdicts.UNSUPPORTED)
@@ -307,30 +287,7 @@ def reload_all(
 
 def table_rows(records):
     """Flat rows for the verdict table."""
-    rows = []
-    for r in records:
-        s = r.get("summary") or {}
-        rows.append(
-            {
-                "saved_with": r["saved_with"],
-                "model": r["model"],
-                "api": r["api"],
-                "direction": r["direction"],
-                "verdict": r["verdict"],
-                "max_abs": s.get("max_abs"),
-                "max_rel": s.get("max_rel"),
-                "ulp_max": s.get("ulp_max"),
-                "top1": s.get("top1_agreement"),
-                "reason": r.get("reason"),
-            }
-        )
-    return rows
+    return [record_schema.flat_row(r) for r in records]
 
 
-def verdict_counts(records):
-    """``{direction: {verdict: count}}``, e.g. to print under the table."""
-    counts = {}
-    for r in records:
-        per = counts.setdefault(r["direction"], {})
-        per[r["verdict"]] = per.get(r["verdict"], 0) + 1
-    return counts
+verdict_counts = record_schema.verdict_counts
