@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kit
+from kit import child_env
 from kit import kernelspecs, releases, syslibs
 from kit.common.artifacts import write_json_atomic
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
@@ -299,10 +300,12 @@ class EnvManager:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit."""
         argv = [str(env.python), "-m", "kit.kernel.probe", env.name]
         if log is not None:
-            out = run_logged(argv, log, what=f"probing {env.name}", env=_plain_env(), cwd=str(env.path), timeout=300)
+            out = run_logged(
+                argv, log, what=f"probing {env.name}", env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
+            )
         else:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, env=_plain_env(), cwd=str(env.path), timeout=300
+                argv, capture_output=True, text=True, env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
             )
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -374,10 +377,6 @@ def _probe_problems(probe: dict, release: Release) -> list[str]:
             + str(probe.get("forward_error") or f"max abs error {probe.get('forward_max_abs_error')}")
         )
     return problems
-
-
-def _plain_env() -> dict:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
 
 
 def _env_sort_key(env: Env):

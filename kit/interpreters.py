@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit import child_env
 from kit.common.errors import InterpreterNotFoundError, UsageError
 
 _PROBE = "import sys, json; print(json.dumps([sys.executable, list(sys.version_info[:3])]))"
@@ -34,7 +35,7 @@ def probe(executable: str | os.PathLike, source: str) -> Interpreter | None:
     """Run ``executable`` once; its real path and version, or None when it does not run."""
     try:
         out = subprocess.run(
-            [str(executable), "-c", _PROBE], capture_output=True, text=True, timeout=30, env=_clean_env()
+            [str(executable), "-c", _PROBE], capture_output=True, text=True, timeout=30, env=child_env.for_interpreter()
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -45,11 +46,6 @@ def probe(executable: str | os.PathLike, source: str) -> Interpreter | None:
     except (ValueError, IndexError):
         return None
     return Interpreter(path=path or str(executable), version=tuple(version), source=source)
-
-
-def _clean_env() -> dict:
-    """The environment without PYTHON* variables, which could make an old interpreter fail."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
 
 
 class InterpreterFinder:

@@ -29,6 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
+from kit import child_env
 from kit import store as store_mod
 from kit.envs import EnvBuildError, EnvManager
 from kit.common.errors import KitError
@@ -106,7 +107,7 @@ def run_step_process(step: dict, home: KitHome, log_path: Path) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(step, f)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env = child_env.for_kernels()
         proc = subprocess.run(
             [sys.executable, "-m", "kit.steps", f.name, str(home.root), str(log_path)],
             capture_output=True,
@@ -160,7 +161,7 @@ def run_remote(task: dict) -> dict:
     home = worker_home()
     home.root.mkdir(parents=True, exist_ok=True)
     remote = store_mod.open_store(task["store"], endpoint_url=task.get("endpoint_url"))
-    mirror = store_mod.cache_for(remote, home) if isinstance(remote, store_mod.S3Store) else remote
+    mirror = remote.working_copy(home)
     attempt = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     step_key = step["id"].replace(":", "-")
     scratch = home.root / "dask-runs" / task["run_id"] / f"{step_key}-{attempt}"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
+from kit import child_env
 from kit.common.errors import EnvBuildError, UsageError
 from kit.home import uv_cache_dir
 
@@ -29,7 +29,7 @@ def uv_binary() -> str:
 
 
 def uv_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "CONDA_PREFIX"))}
+    env = child_env.for_interpreter()
     env["UV_PYTHON_DOWNLOADS"] = "never"  # interpreters come from discovery, never from the network
     env["UV_NO_PROGRESS"] = "1"
     cache = uv_cache_dir()
