@@ -61,6 +61,19 @@ def jupyter_env(home: KitHome, base: dict | None = None) -> dict:
     return env
 
 
+def kernel_manager(home: KitHome, kernel_name: str):
+    """An (unstarted) kernel manager for ``kernel_name`` that looks for kernels in the kit's folder first.
+
+    The kernel dirs are given to its KernelSpecManager, so no process environment is changed.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager  # nbclient drives it with async clients
+
+    specs = KernelSpecManager()
+    specs.kernel_dirs = [str(home.kernels)] + [d for d in specs.kernel_dirs if d != str(home.kernels)]
+    return AsyncKernelManager(kernel_name=kernel_name, kernel_spec_manager=specs)
+
+
 HOST_KERNEL = "mxcompat-host"
 
 

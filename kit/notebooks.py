@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -26,22 +25,13 @@ def prestart(kernel_name: str, home: KitHome | None = None) -> None:
     """
     if kernel_name in _WARM:
         return
-    from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
-    home = home or KitHome()
-    old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = kernelspecs.jupyter_path(home)
+    km = kernelspecs.kernel_manager(home or KitHome(), kernel_name)
     try:
-        km = AsyncKernelManager(kernel_name=kernel_name)  # nbclient drives it with async clients
         run_sync(km.start_kernel)(extra_arguments=KERNEL_ARGS)
     except Exception:  # noqa: BLE001 - a failed prestart only means the step starts its own kernel
         return
-    finally:
-        if old is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = old
     _WARM[kernel_name] = km
 
 
@@ -74,10 +64,9 @@ def run_notebook(
     home = home or KitHome()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = kernelspecs.jupyter_path(home)
     km = None if cwd else _take_warm(kernel_name)  # a warm kernel runs in this process's folder
-    extra = {"km": km} if km is not None else {}
+    if km is None:
+        km = kernelspecs.kernel_manager(home, kernel_name)  # nbclient starts it (in cwd)
     try:
         return papermill.execute_notebook(
             str(notebook),
@@ -88,21 +77,21 @@ def run_notebook(
             progress_bar=False,
             start_timeout=start_timeout,
             execution_timeout=execution_timeout,
-            **extra,
+            km=km,
         )
     finally:
-        if km is not None:  # nbclient leaves a kernel it did not start running
-            from jupyter_core.utils import run_sync
-
-            try:
-                run_sync(km.shutdown_kernel)(now=True)
-            except Exception:  # noqa: BLE001 - it may have died already
-                pass
-        if old is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = old
+        _shutdown(km)  # nbclient leaves a kernel manager it was given running
         _record_kernel(output, home, kernel_name)
+
+
+def _shutdown(km) -> None:
+    from jupyter_core.utils import run_sync
+
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(km.shutdown_kernel)(now=True)
+    except Exception:  # noqa: BLE001 - it may have died already
+        pass
 
 
 def _record_kernel(output: Path, home: KitHome, kernel_name: str) -> None:
