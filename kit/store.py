@@ -79,9 +79,16 @@ def _check_rel_name(name: str) -> None:
 class LocalStore:
     """A store folder on this machine."""
 
+    #: kernels read and write it where it is
+    remote = False
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).expanduser().resolve()
         self.url = str(self.root)
+
+    def working_copy(self, home: KitHome | None = None) -> LocalStore:
+        """The folder kernels read and write for this store: the store itself."""
+        return self
 
     def refs(self) -> list[Ref]:
         if not self.root.is_dir():
@@ -145,6 +152,9 @@ class LocalStore:
 
 class S3Store:
     """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
+
+    #: kernels work on a local mirror (:meth:`working_copy`), pulled before and pushed after
+    remote = True
 
     def __init__(
         self,
@@ -345,6 +355,10 @@ class S3Store:
     def write_index(self, index: dict) -> None:
         self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())
 
+    def working_copy(self, home: KitHome | None = None) -> LocalStore:
+        """The local folder that mirrors this store for runs on this machine."""
+        return LocalStore((home or KitHome()).root / "s3cache" / self.bucket / (self.prefix or "_root"))
+
 
 def build_index(store) -> dict:
     """Identity and file hashes of every artifact version in ``store``."""
@@ -367,6 +381,18 @@ def build_index(store) -> dict:
     return {"schema": 1, "artifacts": entries}
 
 
+#: store kinds by URL scheme (``s3://bucket/prefix``); a location without a scheme is a folder (LocalStore)
+STORES: dict[str, Callable[..., object]] = {}
+
+
+def register_store(scheme: str, factory: Callable[..., object]) -> None:
+    """Make ``scheme://...`` locations open with ``factory(url, endpoint_url=, anonymous=, public_read=)``."""
+    STORES[scheme] = factory
+
+
+register_store("s3", S3Store)
+
+
 def open_store(
     location: str | os.PathLike | None,
     *,
@@ -379,16 +405,14 @@ def open_store(
     if location is None:
         return LocalStore((home or KitHome()).root / "store")
     text = str(location)
-    if text.startswith("s3://"):
-        return S3Store(text, endpoint_url=endpoint_url, anonymous=anonymous, public_read=public_read)
-    if "://" in text:
-        raise UsageError(f"unsupported store {text!r}", hint="use a folder or s3://bucket/prefix")
-    return LocalStore(text)
-
-
-def cache_for(s3: S3Store, home: KitHome | None = None) -> LocalStore:
-    """The local folder that mirrors an S3 store for runs on this machine."""
-    return LocalStore((home or KitHome()).root / "s3cache" / s3.bucket / (s3.prefix or "_root"))
+    scheme, sep, _ = text.partition("://")
+    if not sep:
+        return LocalStore(text)
+    if scheme not in STORES:
+        raise UsageError(
+            f"unsupported store {text!r}", hint="use a folder or " + ", ".join(f"{s}://..." for s in STORES)
+        )
+    return STORES[scheme](text, endpoint_url=endpoint_url, anonymous=anonymous, public_read=public_read)
 
 
 def _select(refs: list[Ref], releases=None, models=None, apis=None, versions=False) -> list[Ref]:
@@ -406,6 +430,19 @@ def _same(a: dict, b: dict) -> bool:
     return a.get("files") == b.get("files") and a.get("status") == b.get("status")
 
 
+def _copy_missing(refs, up_to_date, copy, counted: str, said: str, on_event) -> dict:
+    """``copy`` each ref that is not ``up_to_date``: ``{counted: n, "unchanged": m}``."""
+    counts = {counted: 0, "unchanged": 0}
+    for ref in refs:
+        if up_to_date(ref):
+            counts["unchanged"] += 1
+            continue
+        copy(ref)
+        counts[counted] += 1
+        on_event(f"{said} {ref.rel}")
+    return counts
+
+
 def push(
     src: LocalStore,
     dest: S3Store,
@@ -417,22 +454,23 @@ def push(
     on_event: Callable[[str], None] = lambda m: None,
 ) -> dict:
     """Upload artifacts of ``src`` that ``dest`` lacks or holds differently; then its index. Verified first."""
-    counts = {"uploaded": 0, "unchanged": 0}
-    remote = {r: None for r in dest.refs()}
-    for ref in _select(src.refs(), releases, models, apis, versions):
+    refs = _select(src.refs(), releases, models, apis, versions)
+    for ref in refs:
         bad = src.problems(ref)
         if bad:
             raise StoreError(
                 f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
                 hint="run `mxcompat store verify` and retrain or remove it",
             )
-        local = src.manifest(ref)
-        if ref in remote and _same(dest.manifest(ref), local):
-            counts["unchanged"] += 1
-            continue
-        dest.upload(ref, src.path(ref))
-        counts["uploaded"] += 1
-        on_event(f"pushed {ref.rel}")
+    there = set(dest.refs())
+    counts = _copy_missing(
+        refs,
+        lambda ref: ref in there and _same(dest.manifest(ref), src.manifest(ref)),
+        lambda ref: dest.upload(ref, src.path(ref)),
+        "uploaded",
+        "pushed",
+        on_event,
+    )
     dest.write_index(build_index(dest))
     return counts
 
@@ -448,15 +486,15 @@ def pull(
     on_event: Callable[[str], None] = lambda m: None,
 ) -> dict:
     """Download artifacts of ``src`` that ``dest`` lacks or holds differently, each verified before use."""
-    counts = {"downloaded": 0, "unchanged": 0}
-    local = set(dest.refs())
-    for ref in _select(src.refs(), releases, models, apis, versions):
-        if ref in local and not dest.problems(ref) and _same(dest.manifest(ref), src.manifest(ref)):
-            counts["unchanged"] += 1
-            continue
-        src.download(ref, dest)
-        counts["downloaded"] += 1
-        on_event(f"pulled {ref.rel}")
+    here = set(dest.refs())
+    counts = _copy_missing(
+        _select(src.refs(), releases, models, apis, versions),
+        lambda ref: ref in here and not dest.problems(ref) and _same(dest.manifest(ref), src.manifest(ref)),
+        lambda ref: src.download(ref, dest),
+        "downloaded",
+        "pulled",
+        on_event,
+    )
     dest.write_index()
     return counts
 
@@ -492,9 +530,8 @@ def load(
     if release is None:
         raise UsageError("kit.store.load needs the release that saved the artifact: release='1.9.1'")
     opened = open_store(store, home=home)
-    local = opened
-    if isinstance(opened, S3Store):
-        local = cache_for(opened, home)
+    local = opened.working_copy(home)
+    if opened.remote:
         pull(opened, local, releases=[release], models=[model], apis=[api], versions=True)
     candidates = [r for r in local.refs() if (r.release, r.model, r.api) == (release, model, api)]
     for ref in sorted(candidates, key=lambda r: r.version is not None):

@@ -188,7 +188,7 @@ def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(b
     first = run_cli(*args, "--run-id", "pusher", home=kit_home, env=env, timeout=900)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "pushed 24 artifact(s)" in first.stdout
-    cache = store_mod.cache_for(store_mod.open_store(url), KitHome(kit_home)).root
+    cache = store_mod.open_store(url).working_copy(KitHome(kit_home)).root
     import shutil
 
     shutil.rmtree(cache)
