@@ -14,6 +14,7 @@ import sys
 import click
 
 from kit import kernelspecs, releases
+from kit.executors import EXECUTORS
 from kit.envs import EnvManager
 from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
@@ -255,7 +256,7 @@ def _csv(value):
 @click.option("--runs-dir", metavar="PATH", help="Where run folders go (default: runs/ at the repository root).")
 @click.option(
     "--executor",
-    type=click.Choice(["local", "dask"]),
+    type=click.Choice(list(EXECUTORS)),
     default="local",
     show_default=True,
     help="Where steps run: a local process pool, or a Dask cluster (needs --scheduler and --store).",
@@ -296,7 +297,7 @@ def run_cmd(
       mxcompat run --resume 20261202-101500
       mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
-    from kit import matrix
+    from kit import matrix, request
 
     if resume_id:
         if save or load or run_id:
@@ -305,13 +306,13 @@ def run_cmd(
             resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo
         )
     else:
-        req = matrix.RunRequest(
+        req = request.RunRequest(
             save=_csv(save),
             load=_csv(load) or _csv(save),
             models=_csv(models),
             apis=_csv(apis),
             forward=forward,
-            tolerance=matrix.parse_tolerance(tolerance),
+            tolerance=request.parse_tolerance(tolerance),
             retrain=retrain,
             allow_list=allow_list,
             store=store,
@@ -413,26 +414,26 @@ def check_model_cmd(
       mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
           --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
     """
-    from kit import check_model, matrix
+    from kit import check_model, matrix, request
     from kit.home import KitHome
     from kit.store import open_store
 
     home = KitHome()
     parsed = [check_model.parse_input(i) for i in inputs]
     loads = _csv(load)
-    req = matrix.RunRequest(
+    req = request.RunRequest(
         save=[reference_version],
         load=loads,
         models=[],
         apis=[check_model.API],
         forward=forward,
-        tolerance=matrix.parse_tolerance(tolerance),
+        tolerance=request.parse_tolerance(tolerance),
         allow_list=allow_list,
         store=store,
         foreign=True,
     )
-    matrix.validate(req, EnvManager(home))
-    if store and str(store).startswith("s3://"):
+    request.validate(req, EnvManager(home))
+    if store and open_store(store).remote:
         raise UsageError(
             "check-model keeps its reference in a local store; push it afterwards with mxcompat store push"
         )
@@ -638,7 +639,7 @@ def store_push(destination, source, public_read, releases, models, apis, endpoin
     from kit import store as store_mod
 
     dest = store_mod.open_store(destination, endpoint_url=endpoint_url, public_read=public_read)
-    if not isinstance(dest, store_mod.S3Store):
+    if not dest.remote:
         raise UsageError("push needs an s3:// destination")
     counts = store_mod.push(
         store_mod.open_store(source), dest, releases=releases, models=models, apis=apis, on_event=click.echo
@@ -658,7 +659,7 @@ def store_pull(source, target, versions, releases, models, apis, endpoint_url):
     from kit import store as store_mod
 
     src = store_mod.open_store(source, endpoint_url=endpoint_url)
-    if not isinstance(src, store_mod.S3Store):
+    if not src.remote:
         raise UsageError("pull needs an s3:// source")
     counts = store_mod.pull(
         src,

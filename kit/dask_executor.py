@@ -62,16 +62,18 @@ class DaskExecutor:
     """Runs steps on a Dask cluster at ``scheduler``; ``store`` is the store every worker reads and writes."""
 
     name = "dask"
+    remote = True
 
     def __init__(
         self,
         jobs: int = 1,
+        *,
         scheduler: str | None = None,
         store: str | None = None,
-        run_id: str | None = None,
-        run_dir: str | None = None,
+        run=None,
         endpoint_url: str | None = None,
         on_event: Callable[[str], None] = print,
+        **_,
     ):
         if not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
@@ -80,23 +82,19 @@ class DaskExecutor:
                 "--executor dask needs --store: s3://bucket/prefix, or a folder every worker sees",
                 hint="workers share nothing but the store",
             )
-        self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run_id, Path(run_dir)
+        self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run.id, Path(run.dir)
         self.endpoint_url, self.on_event = endpoint_url, on_event
         self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
-    def run(
-        self, steps: Iterable[Step], home_root: str, on_done: Callable[[StepResult], None], log_dir: str | None = None
-    ) -> list[StepResult]:
-        steps = list(steps)
-        here = [s for s in steps if s.release is None]  # the summary reads the run folder: it runs here
-        there = [s for s in steps if s.release is not None]
-        results = self._run_remote(there, on_done) if there else []
-        if here:
-            from kit.local_executor import LocalExecutor
+    def prepare(self, releases: list[str], models: list[str], apis: list[str]) -> set[str]:
+        """The releases whose artifacts the shared store holds (workers pull and push themselves)."""
+        held = {(r.release, r.model, r.api) for r in self._remote().refs() if r.version is None}
+        return {r for r in releases if all((r, m, a) in held for m in models for a in apis)}
 
-            results += LocalExecutor(1).run(here, home_root, on_done, log_dir=log_dir)
-        return results
+    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:
+        steps = list(steps)
+        return self._run_remote(steps, on_done) if steps else []
 
     def _run_remote(self, steps: list[Step], on_done) -> list[StepResult]:
         from distributed import as_completed

@@ -1,30 +1,44 @@
-"""Executors run steps; a registry so other engines (Dask, a CI matrix) can be added by name.
+"""Executors run a run's steps; a registry, as papermill registers its engines, so others can be added by name.
 
-The registry names each executor's module and imports it when asked for (Dask only then); the
-executors themselves never import this module.
+Each entry names its class as ``module:Class`` and is imported when asked for (so Dask
+only then); the executors themselves never import this module. Every executor takes the
+same options and declares its traits:
+
+``remote``
+    its steps run on other machines: environments live there (this machine needs none)
+    and the store is theirs to read and write.
+
+and answers the orchestrator's two questions: ``prepare(releases, models, apis)`` (make
+the store's artifacts available to the steps; which releases have them all) and
+``run(steps, on_done)``.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
 
 from kit.common.errors import UsageError
-from kit.local_executor import LocalExecutor
+
+EXECUTORS: dict[str, str] = {}
 
 
-def _dask(**options):
-    from kit.dask_executor import DaskExecutor  # distributed is imported only when asked for
+def register_executor(name: str, target: str) -> None:
+    """Make ``--executor NAME`` run steps with ``target``, a ``"module:Class"``."""
+    EXECUTORS[name] = target
 
-    return DaskExecutor(**options)
+
+register_executor("local", "kit.local_executor:LocalExecutor")
+register_executor("dask", "kit.dask_executor:DaskExecutor")
 
 
-EXECUTORS: dict[str, Callable] = {"local": LocalExecutor, "dask": _dask}
-#: executors whose steps run elsewhere: environments live on the workers, not here
-REMOTE = {"dask"}
+def executor_class(name: str) -> type:
+    """The class registered as ``name`` (imported now), for its traits."""
+    if name not in EXECUTORS:
+        raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS))
+    module, _, cls = EXECUTORS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def get_executor(name: str, **options):
-    """An executor by name; ``options`` are its own (``jobs`` for local; scheduler, store, ... for dask)."""
-    if name not in EXECUTORS:
-        raise UsageError(f"unknown executor {name!r}", hint="known: " + ", ".join(EXECUTORS))
-    return EXECUTORS[name](**options)
+    """An executor by name. ``options``: jobs, store (location), home, run, on_event, scheduler (dask's)."""
+    return executor_class(name)(**options)

@@ -12,6 +12,8 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from kit import child_env
+
 
 RETRYABLE = (
     "Kernel died before replying",
@@ -34,6 +36,11 @@ class Step:
     kernel: str
     parameters: dict
     depends_on: list[str] = field(default_factory=list)
+
+    @property
+    def runs_on_host(self) -> bool:
+        """A step of no release (the summary) reads the run folder: it runs on this machine, whatever the executor."""
+        return self.release is None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,9 +110,7 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
     from kit.home import KitHome
     from kit.notebooks import prestart, run_notebook
 
-    os.environ.pop("MPLBACKEND", None)  # a kernel with MPLBACKEND=Agg would leave notebooks without figures
-    for name in [k for k in os.environ if k.startswith("AWS_")]:
-        os.environ.pop(name)  # kernels never need S3 credentials: the host moves artifacts
+    child_env.scrub_for_kernels()
     started = time.monotonic()
     prestart(step["kernel"], KitHome(home_root))  # no-op when the previous step already started it
     if next_kernel:
@@ -159,44 +164,28 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     import json
     from pathlib import Path
 
-    from kit.common import artifacts
-    from kit.common.versions import direction
+    from kit.common import artifacts, record_schema
 
     records = Path(step["parameters"]["run_dir"]) / "records"
     marker = records / (artifacts.INFLIGHT % step["release"])
     if not marker.exists():
         return False
     info = json.loads(marker.read_text())
-    try:
-        where = direction(info["saved_with"], info["loaded_with"])
-    except ValueError:
-        where = "unknown"
     verdict = "infer-error" if info["phase"] == "infer" else "load-error"
     doing = "inferring" if info["phase"] == "infer" else "loading"
     message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
-    rec = {
-        "schema": 1,
-        "saved_with": info["saved_with"],
-        "model": info["model"],
-        "api": info["api"],
-        "loaded_with": info["loaded_with"],
-        "direction": where,
-        "artifact": info["artifact"],
-        "verdict": verdict,
-        "reason": message,
-        "error_type": "KernelDied",
-        "error": message,
-        "traceback": None,
-        "load_seconds": None,
-        "infer_seconds": None,
-        "cases": {},
-        "kernel_died": True,
-        "loaded_fingerprint": None,
-        "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    artifacts.write_json_atomic(
-        str(records / artifacts.record_name(info["saved_with"], info["model"], info["api"], info["loaded_with"])), rec
+    cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
+    rec = record_schema.new_record(*cell, info["artifact"])
+    rec.update(
+        verdict=verdict,
+        reason=message,
+        error_type="KernelDied",
+        error=message,
+        kernel_died=True,
+        loaded_fingerprint=None,
+        checked_at=record_schema.now(),
     )
+    artifacts.write_json_atomic(str(records / artifacts.record_name(*cell)), rec)
     marker.unlink()
     output = Path(step["output"])
     if output.exists():  # keep the executed notebook of the attempt the kernel died in

@@ -1,0 +1,94 @@
+"""A run's steps and their order: train per saving release, reload per loading release, then the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit import kernelspecs
+from kit.common.errors import UsageError
+from kit.common.versions import direction
+from kit.notebooks import NOTEBOOKS
+from kit.request import RunRequest
+from kit.runs import Run
+from kit.steps import Step
+
+
+def _release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
+    """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel."""
+    return Step(
+        id=f"{kind}:{release}",
+        kind=kind,
+        release=release,
+        notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
+        output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
+        kernel=f"{kernelspecs.KERNEL_PREFIX}{release}",
+        parameters={"release": release, **parameters},
+        depends_on=list(depends_on),
+    )
+
+
+def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
+    """The steps of ``req``, each naming the steps whose outputs it reads (``depends_on``).
+
+    ``store`` is the folder kernels read and write (an S3 store's working copy).
+    """
+    models, apis = req.cells
+    steps = [
+        _release_step(
+            "train", release, run, {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
+        )
+        for release in req.save
+    ]
+    for release in req.load:
+        sources = [s for s in req.save if req.forward or direction(s, release) != "forward"]
+        if not sources:
+            continue
+        parameters = {
+            "store": str(store),
+            "saved_with": sources,
+            "models": models,
+            "apis": apis,
+            "run_dir": str(run.dir),
+            "tolerance": req.tolerance,
+            "forward": req.forward,
+        }
+        steps.append(_release_step("reload", release, run, parameters, [f"train:{s}" for s in sources]))
+    if not any(s.kind == "reload" for s in steps):
+        raise UsageError(
+            "nothing to check: every --load release is older than every --save release",
+            hint="add --forward to check newer artifacts in older releases",
+        )
+    steps.append(
+        Step(
+            id="summary",
+            kind="summary",
+            release=None,
+            notebook=str(NOTEBOOKS / "summary.ipynb"),
+            output=str(run.dir / "summary.ipynb"),
+            kernel=kernelspecs.HOST_KERNEL,
+            parameters={"run_dir": str(run.dir)},
+            depends_on=[s.id for s in steps],
+        )
+    )
+    return steps
+
+
+def waves(steps: list[Step]) -> list[list[Step]]:
+    """``steps`` in waves: each step comes in the first wave after every step it depends on.
+
+    A step that depends on a step not in ``steps`` waits for nothing more on that account
+    (the manifest of a resumed run lists every step, finished ones included).
+    """
+    ids = {s.id for s in steps}
+    placed: dict[str, int] = {}
+    remaining = list(steps)
+    out: list[list[Step]] = []
+    while remaining:
+        wave = [s for s in remaining if all(d in placed or d not in ids for d in s.depends_on)]
+        if not wave:
+            raise ValueError("steps depend on each other in a circle: " + ", ".join(s.id for s in remaining))
+        for s in wave:
+            placed[s.id] = len(out)
+        out.append(wave)
+        remaining = [s for s in remaining if s.id not in placed]
+    return out
