@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from kit.common import artifacts
 from kit.common.names import SAFE_NAME
 from kit.common.errors import UsageError
-from kit.common.capabilities import APIS, MODEL_NAMES
+from kit.common.capabilities import LOAD_APIS, MODEL_NAMES
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,8 @@ class Cell:
                 f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}", hint="e.g. lenet/export/1.0.0.post4/1.9.1"
             )
         cell = cls(*parts)
-        if cell.api not in APIS + ("checkpoint",):
-            raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(APIS + ("checkpoint",)))
+        if cell.api not in LOAD_APIS:
+            raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(LOAD_APIS))
         if cell.model not in MODEL_NAMES and not SAFE_NAME.match(cell.model):
             raise UsageError(f"unknown model {cell.model!r}", hint="zoo models: " + ", ".join(MODEL_NAMES))
         for release in (cell.saved, cell.loaded):

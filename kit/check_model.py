@@ -13,10 +13,9 @@ from kit.envs import EnvManager
 from kit.common.errors import EnvBuildError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.common.capabilities import MODEL_NAMES
+from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES
 from kit.common.names import SAFE_NAME
 
-API = "checkpoint"
 DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
 
 

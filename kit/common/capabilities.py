@@ -9,6 +9,10 @@ from kit.common.versions import at_least
 
 #: save/load APIs the kit exercises, in the order they are shown.
 APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
+#: the load path of a checkpoint the kit did not train (``mxcompat check-model``): loaded, never saved by the kit
+FOREIGN_API = "checkpoint"
+#: every API an artifact in a store can have
+LOAD_APIS = APIS + (FOREIGN_API,)
 
 #: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")

@@ -14,7 +14,7 @@ from mxnet import gluon
 from kit.common import verdicts
 from kit.kernel import mxapi
 from kit.kernel.internals import GraphUnavailable  # noqa: F401 - callers catch adapters.GraphUnavailable
-from kit.common.capabilities import APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
+from kit.common.capabilities import FOREIGN_API, LOAD_APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
 from kit.kernel.training import gluon_input, module_predict
 
 PREFIX = "model"
@@ -49,6 +49,16 @@ def _attempt(path, exc):
         "error": str(exc).strip(),
         "headline": verdicts.headline(exc),
     }
+
+
+#: API name -> its adapter; a class joins with ``@register``
+ADAPTERS = {}
+
+
+def register(cls):
+    """Class decorator: make ``cls`` (an :class:`Adapter` with its ``name``) the adapter of that API."""
+    ADAPTERS[cls.name] = cls()
+    return cls
 
 
 class Adapter(object):
@@ -87,6 +97,7 @@ def split_params(sym, params):
     return mxapi.split_params(sym, params)[:2]
 
 
+@register
 class ExportAdapter(Adapter):
     """``HybridBlock.export`` to ``SymbolBlock.imports`` (1.0/1.1: SymbolBlock(sym.load) + params)."""
 
@@ -186,6 +197,7 @@ class _ParamsAdapter(Adapter):
         return sym, arg, aux
 
 
+@register
 class SaveParametersAdapter(_ParamsAdapter):
     """``Block.save_parameters`` to ``load_parameters`` (1.2+)."""
 
@@ -193,6 +205,7 @@ class SaveParametersAdapter(_ParamsAdapter):
     save_method, load_method = "save_parameters", "load_parameters"
 
 
+@register
 class SaveParamsAdapter(_ParamsAdapter):
     """The legacy ``Block.save_params`` to ``load_params``."""
 
@@ -200,6 +213,7 @@ class SaveParamsAdapter(_ParamsAdapter):
     save_method, load_method = "save_params", "load_params"
 
 
+@register
 class ModuleCheckpointAdapter(Adapter):
     """A Module checkpoint (``prefix-symbol.json`` + ``prefix-0000.params``) to load_checkpoint, bind, forward."""
 
@@ -255,11 +269,12 @@ class ModuleCheckpointAdapter(Adapter):
         return (sym,) + split_params(sym, mxapi.load_ndarrays("%s-%04d.params" % (prefix, info["epoch"])))
 
 
+@register
 class CheckpointAdapter(Adapter):
     """A checkpoint the kit did not train (``kit.kernel.foreign``): read with the Module API, whatever its
     parameter naming (``arg:``/``aux:`` or bare), label heads bound from the manifest's label names."""
 
-    name = "checkpoint"
+    name = FOREIGN_API
 
     def supports(self, release, spec):
         return True, None
@@ -302,21 +317,11 @@ def traced_graph(net, inputs):
     return (sym,) + split_params(sym, arrays)
 
 
-ADAPTERS = dict(
-    (a.name, a)
-    for a in (
-        ExportAdapter(),
-        SaveParametersAdapter(),
-        SaveParamsAdapter(),
-        ModuleCheckpointAdapter(),
-        CheckpointAdapter(),
-    )
-)
-assert set(ADAPTERS) == set(APIS) | {"checkpoint"}
+assert set(ADAPTERS) == set(LOAD_APIS), sorted(ADAPTERS)
 
 
 def get(api):
     try:
         return ADAPTERS[api]
     except KeyError:
-        raise KeyError("unknown API %r; known: %s" % (api, ", ".join(APIS)))
+        raise KeyError("unknown API %r; known: %s" % (api, ", ".join(LOAD_APIS)))

@@ -19,11 +19,11 @@ import mxnet as mx
 
 from kit.common.errors import KitError
 from kit.common import artifacts
+from kit.common.capabilities import FOREIGN_API as API
 from kit.kernel import internals, mxapi
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.mxapi import split_params
 
-API = "checkpoint"
 SYMBOL, PARAMS = "model-symbol.json", "model-0000.params"
 
 

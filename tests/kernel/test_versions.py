@@ -1,4 +1,4 @@
-from kit.common.versions import at_least, base_version, parse_release, release_key, same_release
+from kit.common.versions import at_least, base_version, direction, parse_release, release_key, same_release
 
 
 def _raises(fn, *args):
@@ -53,3 +53,12 @@ def test_garbage_is_rejected():
     assert _raises(parse_release, "latest")
     assert _raises(parse_release, "")
     assert _raises(parse_release, "1.x")
+
+
+def test_direction_of_table_and_custom_releases():
+    assert direction("1.4.1", "1.9.1") == "backward"
+    assert direction("1.9.1", "1.4.1") == "forward"
+    assert direction("1.9.1", "1.9.1") == "same"
+    assert direction("1.9.1", "2.0.0b1") == "backward"
+    assert direction("rc-build", "1.9.1") == "unknown"
+    assert direction("1.9.1", "rc-build") == "unknown"
