@@ -13,7 +13,7 @@ space := $(empty) $(empty)
 setup: $(VENV)/.installed sysdeps nbstripout
 
 $(VENV)/.installed: pyproject.toml
-	py=$$(scripts/find-host-python.sh) && "$$py" -m venv $(VENV)
+	py=$$(scripts/find-python.sh 3.11) && "$$py" -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
@@ -43,7 +43,7 @@ lint: setup
 	$(BIN)/ruff check kit tests bench scripts
 	$(BIN)/ruff format --check kit tests bench scripts
 	$(BIN)/lint-imports
-	py36=$$(scripts/find-python36.sh) && "$$py36" scripts/check-py36.py
+	py36=$$(scripts/find-python.sh 3.6) && "$$py36" scripts/check-py36.py
 
 clean-envs:
 	$(BIN)/mxcompat env remove --all

@@ -16,9 +16,9 @@ from kit.home import KitHome
 from kit.common.capabilities import APIS, MODEL_NAMES
 from kit.common.verdicts import PASSING, UNSUPPORTED
 from kit.common.versions import release_key
-from kit.notebooks import NOTEBOOKS
+from kit.plan import release_step
 from kit.runs import Run, new_run_id, runs_dir
-from kit.steps import Step, execute_step
+from kit.steps import execute_step
 
 
 def verdict_class(verdict: str) -> str:
@@ -172,15 +172,7 @@ def _ensure_env(manager: EnvManager, release: str, allow_fallback: bool, on_even
 
 
 def _step(run: Run, home: KitHome, kind: str, release: str, parameters: dict) -> None:
-    step = Step(
-        id=f"{kind}:{release}",
-        kind=kind,
-        release=release,
-        notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
-        output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
-        kernel=f"mxnet-{release}",
-        parameters=parameters,
-    )
+    step = release_step(kind, release, run, parameters)
     result = execute_step(step.to_dict(), str(home.root), str(run.dir / "logs" / f"{kind}-{release}.log"))
     if result["status"] != "ok":
         raise KitError(

@@ -634,16 +634,12 @@ def _filters(f):
 @_filters
 @_endpoint
 @handle_errors
-def store_push(destination, source, public_read, releases, models, apis, endpoint_url):
+def store_push(destination, source, public_read, endpoint_url, **selection):
     """Upload a local store's artifacts to DESTINATION (s3://bucket/prefix), verified first."""
     from kit import store as store_mod
 
-    dest = store_mod.open_store(destination, endpoint_url=endpoint_url, public_read=public_read)
-    if not dest.remote:
-        raise UsageError("push needs an s3:// destination")
-    counts = store_mod.push(
-        store_mod.open_store(source), dest, releases=releases, models=models, apis=apis, on_event=click.echo
-    )
+    dest = _remote_store(destination, "push", endpoint_url=endpoint_url, public_read=public_read)
+    counts = store_mod.push(store_mod.open_store(source), dest, **selection, on_event=click.echo)
     click.echo(f"{counts['uploaded']} uploaded, {counts['unchanged']} already there: {dest.url}")
 
 
@@ -654,23 +650,23 @@ def store_push(destination, source, public_read, releases, models, apis, endpoin
 @_filters
 @_endpoint
 @handle_errors
-def store_pull(source, target, versions, releases, models, apis, endpoint_url):
+def store_pull(source, target, endpoint_url, **selection):
     """Download SOURCE's (s3://bucket/prefix) artifacts into a local store, each verified before use."""
     from kit import store as store_mod
 
-    src = store_mod.open_store(source, endpoint_url=endpoint_url)
-    if not src.remote:
-        raise UsageError("pull needs an s3:// source")
-    counts = store_mod.pull(
-        src,
-        store_mod.open_store(target),
-        releases=releases,
-        models=models,
-        apis=apis,
-        versions=versions,
-        on_event=click.echo,
-    )
+    src = _remote_store(source, "pull", endpoint_url=endpoint_url)
+    counts = store_mod.pull(src, store_mod.open_store(target), **selection, on_event=click.echo)
     click.echo(f"{counts['downloaded']} downloaded, {counts['unchanged']} up to date")
+
+
+def _remote_store(location: str, command: str, **options):
+    """The remote store at ``location`` for ``store push``/``pull``: a folder is refused."""
+    from kit import store as store_mod
+
+    opened = store_mod.open_store(location, **options)
+    if not opened.remote:
+        raise UsageError(f"{command} needs an s3:// store, not the folder {location!r}", hint="s3://bucket/prefix")
+    return opened
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

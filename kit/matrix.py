@@ -42,33 +42,48 @@ class RunOutcome:
     allowed: list[str]
 
 
-def run_matrix(
-    req: RunRequest,
-    *,
-    run_id: str | None = None,
-    jobs: int = 1,
-    runs_root: str | Path | None = None,
-    executor: str = "local",
-    scheduler: str | None = None,
-    home: KitHome | None = None,
-    on_event: Callable[[str], None] = print,
-) -> RunOutcome:
-    """Run the matrix of ``req``: with ``executor="dask"`` its steps run on the cluster at ``scheduler``."""
-    home = home or KitHome()
-    remote = executor_class(executor).remote
-    validate(req, EnvManager(home), local_envs=not remote)
-    root = runs_root or runs_dir()
+@dataclass
+class Execution:
+    """Where and how a run's steps run: the options :func:`run_matrix` and :func:`resume` share."""
+
+    jobs: int = 1
+    runs_root: str | Path | None = None
+    executor: str = "local"
+    scheduler: str | None = None  # the Dask scheduler's address, for executor="dask"
+    home: KitHome | None = None
+    on_event: Callable[[str], None] = print
+
+    def __post_init__(self):
+        self.home = self.home or KitHome()
+        self.remote = executor_class(self.executor).remote
+
+    def executor_for(self, req: RunRequest, run: Run):
+        """The executor, reached now (an unreachable cluster fails before any work)."""
+        return get_executor(
+            self.executor,
+            jobs=self.jobs,
+            store=req.store,
+            home=self.home,
+            run=run,
+            on_event=self.on_event,
+            scheduler=self.scheduler,
+        )
+
+
+def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunOutcome:
+    """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster)."""
+    how = Execution(**options)
+    validate(req, EnvManager(how.home), local_envs=not how.remote)
+    root = how.runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
     if run.exists():
         raise UsageError(
             f"run {run.id} already exists in {run.dir.parent}",
             hint=f"resume it with --resume {run.id}, or pick another --run-id",
         )
-    runner = get_executor(
-        executor, jobs=jobs, store=req.store, home=home, run=run, on_event=on_event, scheduler=scheduler
-    )
-    store = _working_copy(req, home)
-    if not remote:  # with workers, the store is theirs to write
+    runner = how.executor_for(req, run)
+    store = _working_copy(req, how.home)
+    if not how.remote:  # with workers, the store is theirs to write
         check_writable(store)
     run.lock()
     try:
@@ -80,11 +95,11 @@ def run_matrix(
             "request": req.to_dict(),
             "store": str(store),
             "order": [s.id for s in steps],
-            "executor": executor,
+            "executor": how.executor,
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
         }
         run.write_manifest(manifest)
-        return _execute(run, manifest, req, runner, home, on_event)
+        return _execute(run, manifest, req, runner, how)
     finally:
         run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
@@ -97,33 +112,22 @@ def _working_copy(req: RunRequest, home: KitHome) -> Path:
     return store_mod.open_store(req.store, home=home).working_copy(home).root
 
 
-def resume(
-    run_id: str,
-    *,
-    jobs: int = 1,
-    runs_root: str | Path | None = None,
-    executor: str = "local",
-    scheduler: str | None = None,
-    home: KitHome | None = None,
-    on_event: Callable[[str], None] = print,
-) -> RunOutcome:
-    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports."""
-    home = home or KitHome()
-    run = Run(runs_root or runs_dir(), run_id)
+def resume(run_id: str, **options) -> RunOutcome:
+    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports (``options``: as run_matrix's)."""
+    how = Execution(**options)
+    run = Run(how.runs_root or runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     run.lock()
     try:
         manifest = run.read_manifest()
         req = RunRequest(**manifest["request"])
-        validate(req, EnvManager(home), local_envs=not executor_class(executor).remote)
-        runner = get_executor(
-            executor, jobs=jobs, store=req.store, home=home, run=run, on_event=on_event, scheduler=scheduler
-        )
-        manifest["executor"] = executor
+        validate(req, EnvManager(how.home), local_envs=not how.remote)
+        runner = how.executor_for(req, run)
+        manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
-        on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
-        return _execute(run, manifest, req, runner, home, on_event)
+        how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
+        return _execute(run, manifest, req, runner, how)
     finally:
         run.sweep_partial_writes()
         run.unlock()
@@ -163,14 +167,14 @@ class _Progress:
             self.on_event("    " + result.error.strip().splitlines()[-1][:300])
 
 
-def _execute(run: Run, manifest: dict, req: RunRequest, executor, home: KitHome, on_event) -> RunOutcome:
-    kernelspecs.ensure_host_kernel(home)
+def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution) -> RunOutcome:
+    kernelspecs.ensure_host_kernel(how.home)
     steps = [
         Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
         for i in manifest["order"]
     ]
-    progress = _Progress(run, manifest, on_event)
-    here = executor if not executor.remote else get_executor("local", jobs=1, store=req.store, home=home, run=run)
+    progress = _Progress(run, manifest, how.on_event)
+    here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
     started = time.monotonic()
     models, apis = req.cells
     complete = executor.prepare(req.save, models, apis)  # a remote store is pulled here

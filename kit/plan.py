@@ -13,7 +13,7 @@ from kit.runs import Run
 from kit.steps import Step
 
 
-def _release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
+def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
     """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel."""
     return Step(
         id=f"{kind}:{release}",
@@ -34,7 +34,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     """
     models, apis = req.cells
     steps = [
-        _release_step(
+        release_step(
             "train", release, run, {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
         )
         for release in req.save
@@ -52,7 +52,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             "tolerance": req.tolerance,
             "forward": req.forward,
         }
-        steps.append(_release_step("reload", release, run, parameters, [f"train:{s}" for s in sources]))
+        steps.append(release_step("reload", release, run, parameters, [f"train:{s}" for s in sources]))
     if not any(s.kind == "reload" for s in steps):
         raise UsageError(
             "nothing to check: every --load release is older than every --save release",

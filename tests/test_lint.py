@@ -79,7 +79,7 @@ def test_common_importing_mxnet_is_caught(copy):
 
 
 def test_the_python36_check_rejects_newer_syntax(copy):
-    found = subprocess.run(["bash", str(REPO / "scripts" / "find-python36.sh")], capture_output=True, text=True)
+    found = subprocess.run(["bash", str(REPO / "scripts" / "find-python.sh"), "3.6"], capture_output=True, text=True)
     if found.returncode != 0:
         pytest.skip("no Python 3.6 on this machine")
     (copy / "scripts").mkdir()
