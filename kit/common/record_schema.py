@@ -26,6 +26,8 @@ def new_record(saved_with, model, api, loaded_with, artifact):
         "loaded_with": loaded_with,
         "direction": direction(saved_with, loaded_with),
         "artifact": artifact,
+        "model_version": None,
+        "param_version": None,
         "verdict": None,
         "reason": None,
         "error_type": None,
