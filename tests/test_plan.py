@@ -1,0 +1,109 @@
+"""Planning, waves, and the executor and store registries: host logic, no environments."""
+
+from __future__ import annotations
+
+import pytest
+
+from kit import store as store_mod
+from kit.common.errors import UsageError
+from kit.executors import EXECUTORS, executor_class, get_executor
+from kit.home import KitHome
+from kit.local_executor import LocalExecutor
+from kit.plan import plan, waves
+from kit.request import RunRequest
+from kit.runs import Run
+from kit.steps import Step
+
+
+def _plan(tmp_path, **req):
+    run = Run(tmp_path / "runs", "r1")
+    return run, plan(RunRequest(**req), run, tmp_path / "store")
+
+
+def test_train_per_saving_release_reload_per_loading_release_then_the_summary(tmp_path):
+    run, steps = _plan(tmp_path, save=["1.4.1", "1.9.1"], load=["1.4.1", "1.9.1"], models=["mlp"])
+    assert [s.id for s in steps] == ["train:1.4.1", "train:1.9.1", "reload:1.4.1", "reload:1.9.1", "summary"]
+    by_id = {s.id: s for s in steps}
+    # backward only: 1.4.1 reloads what 1.4.1 saved, 1.9.1 both
+    assert by_id["reload:1.4.1"].parameters["saved_with"] == ["1.4.1"]
+    assert by_id["reload:1.9.1"].parameters["saved_with"] == ["1.4.1", "1.9.1"]
+    assert by_id["reload:1.9.1"].depends_on == ["train:1.4.1", "train:1.9.1"]
+    assert by_id["summary"].depends_on == [s.id for s in steps[:-1]]
+    train = by_id["train:1.9.1"]
+    assert train.kernel == "mxnet-1.9.1" and train.notebook.endswith("notebooks/train.ipynb")
+    assert train.output == str(run.dir / "train" / "mxnet-1.9.1.ipynb")
+    assert train.parameters == {
+        "release": "1.9.1",
+        "models": ["mlp"],
+        "apis": ["export", "save_parameters", "save_params", "module_checkpoint"],
+        "store": str(tmp_path / "store"),
+        "retrain": False,
+    }
+    assert by_id["summary"].runs_on_host and not train.runs_on_host
+
+
+def test_forward_adds_newer_sources_and_custom_names_compare_with_everything(tmp_path):
+    _, steps = _plan(tmp_path, save=["1.4.1", "1.9.1"], load=["1.4.1"], forward=True)
+    assert {s.id: s for s in steps}["reload:1.4.1"].parameters["saved_with"] == ["1.4.1", "1.9.1"]
+    _, steps = _plan(tmp_path, save=["1.9.1"], load=["rc-build"])
+    assert {s.id: s for s in steps}["reload:rc-build"].parameters["saved_with"] == ["1.9.1"]
+
+
+def test_nothing_to_check_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="nothing to check"):
+        _plan(tmp_path, save=["1.9.1"], load=["1.4.1"])
+
+
+def test_waves_follow_the_declared_dependencies(tmp_path):
+    _, steps = _plan(tmp_path, save=["1.4.1", "1.9.1"], load=["1.9.1"])
+    assert [[s.id for s in w] for w in waves(steps)] == [["train:1.4.1", "train:1.9.1"], ["reload:1.9.1"], ["summary"]]
+    # a resumed run lists finished steps too; a dependency outside the list holds nothing back
+    assert [[s.id for s in w] for w in waves(steps[2:])] == [["reload:1.9.1"], ["summary"]]
+
+
+def test_a_circle_of_dependencies_is_refused():
+    a = Step("a", "train", "1.9.1", "n", "o", "k", {}, depends_on=["b"])
+    b = Step("b", "train", "1.9.1", "n", "o", "k", {}, depends_on=["a"])
+    with pytest.raises(ValueError, match="circle"):
+        waves([a, b])
+
+
+def test_executors_are_registered_with_their_traits():
+    assert set(EXECUTORS) >= {"local", "dask"}
+    assert executor_class("local").remote is False
+    assert executor_class("dask").remote is True
+    with pytest.raises(UsageError, match="unknown executor 'slurm'") as e:
+        get_executor("slurm")
+    assert "local" in e.value.hint
+
+
+def test_dask_needs_a_scheduler_and_a_store(tmp_path):
+    run = Run(tmp_path, "r")
+    with pytest.raises(UsageError, match="--scheduler"):
+        get_executor("dask", store="s3://b/p", run=run)
+    with pytest.raises(UsageError, match="--store"):
+        get_executor("dask", scheduler="tcp://127.0.0.1:1", run=run)
+
+
+def test_stores_by_scheme(tmp_path):
+    local = store_mod.open_store(tmp_path / "s")
+    assert local.remote is False and local.working_copy() is local
+    s3 = store_mod.open_store("s3://bucket/pre/fix", anonymous=True)
+    assert s3.remote is True and (s3.bucket, s3.prefix) == ("bucket", "pre/fix")
+    home = KitHome(tmp_path / "home")
+    assert s3.working_copy(home).root == (tmp_path / "home" / "s3cache" / "bucket" / "pre/fix").resolve()
+    with pytest.raises(UsageError, match="unsupported store") as e:
+        store_mod.open_store("gs://bucket/x")
+    assert "s3://" in e.value.hint
+
+
+def test_the_local_executor_reports_the_releases_whose_artifacts_are_all_there(tmp_path):
+    store = tmp_path / "store"
+    for release, apis in (("1.4.1", ["export", "save_params"]), ("1.9.1", ["export"])):
+        for api in apis:
+            (store / release / "mlp" / api).mkdir(parents=True)
+            (store / release / "mlp" / api / "manifest.json").write_text("{}")
+    executor = LocalExecutor(store=str(store), home=KitHome(tmp_path / "home"))
+    assert executor.prepare(["1.4.1", "1.9.1", "2.0.0b1"], ["mlp"], ["export", "save_params"]) == {"1.4.1"}
+    assert executor.prepare(["1.4.1", "1.9.1"], ["mlp"], ["export"]) == {"1.4.1", "1.9.1"}
+    assert executor.run([], lambda r: None) == []
