@@ -87,10 +87,12 @@ class DaskExecutor:
         self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
-    def prepare(self, releases: list[str], models: list[str], apis: list[str]) -> set[str]:
-        """The releases whose artifacts the shared store holds (workers pull and push themselves)."""
-        held = {(r.release, r.model, r.api) for r in self._remote().refs() if r.version is None}
-        return {r for r in releases if all((r, m, a) in held for m in models for a in apis)}
+    def holdings(self) -> set[tuple[str, str, str]]:
+        """(release, model, api) of every current artifact in the shared store."""
+        return {(r.release, r.model, r.api) for r in self._remote().refs() if r.version is None}
+
+    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None) -> None:
+        """Nothing to do here: workers pull and push themselves."""
 
     def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:
         steps = list(steps)

@@ -8,9 +8,9 @@ same options and declares its traits:
     its steps run on other machines: environments live there (this machine needs none)
     and the store is theirs to read and write.
 
-and answers the orchestrator's two questions: ``prepare(releases, models, apis)`` (make
-the store's artifacts available to the steps; which releases have them all) and
-``run(steps, on_done)``.
+and answers the orchestrator: ``holdings()`` (the (release, model, api) of every artifact
+the steps can read), ``prepare(releases, models, apis)`` (make those of ``releases``
+available to the steps) and ``run(steps, on_done)``.
 """
 
 from __future__ import annotations

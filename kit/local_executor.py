@@ -31,11 +31,16 @@ class LocalExecutor:
         self.store = store_mod.open_store(store, home=self.home)
         self.working_copy = self.store.working_copy(self.home)
         self.releases: list[str] = []
-        self.models: list[str] = []
-        self.apis: list[str] = []
+        self.models: list[str] | None = None
+        self.apis: list[str] | None = None
 
-    def prepare(self, releases: list[str], models: list[str], apis: list[str]) -> set[str]:
-        """Pull the artifacts of ``releases`` from a remote store; the releases whose artifacts are all there."""
+    def holdings(self) -> set[tuple[str, str, str]]:
+        """(release, model, api) of every current artifact the steps can read: in the store or its working copy."""
+        refs = self.store.refs() + (self.working_copy.refs() if self.store.remote else [])
+        return {(r.release, r.model, r.api) for r in refs if r.version is None}
+
+    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None) -> None:
+        """Pull the artifacts of ``releases`` (of ``models`` and ``apis``; None: all) from a remote store."""
         from kit import store as store_mod
 
         self.releases, self.models, self.apis = releases, models, apis
@@ -44,10 +49,6 @@ class LocalExecutor:
             self.on_event(
                 f"pulled {counts['downloaded']} artifact(s) from {self.store.url} ({counts['unchanged']} up to date)"
             )
-        root = self.working_copy.root
-        return {
-            r for r in releases if all((root / r / m / a / "manifest.json").is_file() for m in models for a in apis)
-        }
 
     def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:
         steps = list(steps)

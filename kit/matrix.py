@@ -10,7 +10,7 @@ reports. ``resume`` redoes only the steps that did not finish.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +23,7 @@ from kit.executors import executor_class, get_executor
 from kit.home import KitHome
 from kit.plan import plan, waves
 from kit.records import classify, load_allow_list, load_records
-from kit.request import RunRequest, check_writable, validate
+from kit.request import RunRequest, check_environments, check_writable, validate
 from kit.runs import Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
@@ -40,6 +40,7 @@ class RunOutcome:
     failed_steps: list[str]
     failures: list[str]
     allowed: list[str]
+    expired: list[str] = field(default_factory=list)  # failing cells whose allow-list entry expired, entry named
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Execution:
 def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunOutcome:
     """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster)."""
     how = Execution(**options)
-    validate(req, EnvManager(how.home), local_envs=not how.remote)
+    validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
     root = how.runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
     if run.exists():
@@ -82,6 +83,10 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             hint=f"resume it with --resume {run.id}, or pick another --run-id",
         )
     runner = how.executor_for(req, run)
+    if req.reload_only:
+        req.from_store(runner.holdings(), req.store or "in the kit home")
+        how.on_event(f"reloading what the store holds of {len(req.save)} release(s): {', '.join(req.save)}")
+    _check_here(req, runner, how)
     store = _working_copy(req, how.home)
     if not how.remote:  # with workers, the store is theirs to write
         check_writable(store)
@@ -105,6 +110,13 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         run.unlock()
 
 
+def _check_here(req: RunRequest, runner, how: Execution) -> None:
+    """This machine has what its steps need: environments for the loading releases and for the saving
+    releases whose artifacts the store lacks (a remote executor's workers build their own)."""
+    if not how.remote:
+        check_environments(req, EnvManager(how.home), req.held_releases(runner.holdings()))
+
+
 def _working_copy(req: RunRequest, home: KitHome) -> Path:
     """The folder the kernels read and write: the store itself, or the local mirror of a remote store."""
     from kit import store as store_mod
@@ -122,8 +134,9 @@ def resume(run_id: str, **options) -> RunOutcome:
     try:
         manifest = run.read_manifest()
         req = RunRequest(**manifest["request"])
-        validate(req, EnvManager(how.home), local_envs=not how.remote)
+        validate(req, EnvManager(how.home), local_envs=False)
         runner = how.executor_for(req, run)
+        _check_here(req, runner, how)
         manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
         how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
@@ -176,11 +189,12 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     progress = _Progress(run, manifest, how.on_event)
     here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
     started = time.monotonic()
-    models, apis = req.cells
-    complete = executor.prepare(req.save, models, apis)  # a remote store is pulled here
+    models, apis = (req.models or None, req.apis or None) if req.reload_only else req.cells
+    executor.prepare(req.save, models, apis)  # a remote store is pulled here
+    held = req.held_releases(executor.holdings())
     for wave in waves(steps):
         todo = [s for s in wave if manifest["steps"][s.id]["status"] not in FINISHED]
-        for s in [s for s in todo if s.kind == "train" and not req.retrain and s.release in complete]:
+        for s in [s for s in todo if s.kind == "train" and not req.needs_training(s.release, held)]:
             progress(StepResult(s.id, "cached", 0.0))
             todo.remove(s)
         if any(s.runs_on_host for s in todo):
@@ -213,4 +227,5 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
         failed_steps,
         [cell_id(r) for r in split["failures"]],
         [cell_id(r) for r, _ in split["allowed"]],
+        reports.expired_lines(split["expired"]),
     )

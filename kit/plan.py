@@ -37,8 +37,10 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
         release_step(
             "train", release, run, {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
         )
-        for release in req.save
+        for release in ([] if req.reload_only else req.save)
     ]
+    if req.reload_only:  # every model and API the store holds, unless the request names them
+        models, apis = req.models, req.apis
     for release in req.load:
         sources = [s for s in req.save if req.forward or direction(s, release) != "forward"]
         if not sources:
@@ -52,7 +54,8 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             "tolerance": req.tolerance,
             "forward": req.forward,
         }
-        steps.append(release_step("reload", release, run, parameters, [f"train:{s}" for s in sources]))
+        trained = [f"train:{s}" for s in sources if not req.reload_only]
+        steps.append(release_step("reload", release, run, parameters, trained))
     if not any(s.kind == "reload" for s in steps):
         raise UsageError(
             "nothing to check: every --load release is older than every --save release",

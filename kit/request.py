@@ -11,6 +11,7 @@ from kit import kernelspecs
 from kit.common import tolerance as tolerance_mod
 from kit.common.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
 from kit.common.errors import KitError, UsageError
+from kit.common.versions import sort_key
 from kit.envs import EnvManager
 from kit.records import load_allow_list
 
@@ -29,6 +30,7 @@ class RunRequest:
     allow_list: str | None = None
     store: str | None = None
     foreign: bool = False  # the model is a checkpoint the kit did not train (mxcompat check-model)
+    reload_only: bool = False  # no --save: the saving releases are those the store holds; nothing trains
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -38,23 +40,52 @@ class RunRequest:
         """The models and APIs the run covers (what an empty list means: every core model, every API)."""
         return self.models or list(CORE_MODELS), self.apis or list(APIS)
 
+    def held_releases(self, cells: set[tuple[str, str, str]]) -> set[str]:
+        """The saving releases whose artifacts the store's ``cells`` ((release, model, api) triples) all hold."""
+        if self.reload_only:
+            return set(self.save)
+        models, apis = self.cells
+        return {r for r in self.save if all((r, m, a) in cells for m in models for a in apis)}
 
-def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True) -> None:
+    def from_store(self, cells: set[tuple[str, str, str]], store: str) -> None:
+        """A reload-only request's saving releases: every release the store holds artifacts of (of its models
+        and APIs, when it names them)."""
+        found = {r for r, m, a in cells if (not self.models or m in self.models) and (not self.apis or a in self.apis)}
+        if not found:
+            raise UsageError(
+                f"the store {store} holds no artifacts"
+                + (" of the models and APIs asked for" if self.models or self.apis else ""),
+                hint="train some first: mxcompat run --save RELEASES (or pull a store: mxcompat store pull)",
+            )
+        self.save = sorted(found, key=sort_key)
+
+    def needs_training(self, release: str, held: set[str]) -> bool:
+        """Whether ``release`` must train: asked to retrain, or its artifacts are not all in the store."""
+        return not self.reload_only and (self.retrain or release not in held)
+
+
+def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held: set[str] = frozenset()) -> None:
     """Refuse bad arguments before any work starts: releases, environments, models, APIs, tolerance.
 
     ``local_envs=False`` (steps run on workers, which build their own environments) skips
-    the checks of this machine's environments and kernels.
+    the checks of this machine's environments and kernels; ``held`` are the saving releases
+    whose artifacts the store already holds (they need no environment).
     """
-    if not req.save:
+    if not req.save and not req.reload_only:
         raise UsageError("--save needs at least one release")
     if not req.load:
         raise UsageError("--load needs at least one release")
-    releases = list(dict.fromkeys(req.save + req.load))
-    for name in releases:
+    for name in dict.fromkeys(req.save + req.load):
         manager.resolve(name)  # unknown release: error listing the known ones
     if local_envs:
-        _check_environments(releases, manager)
-    if not req.foreign:
+        check_environments(req, manager, held)
+    if req.reload_only:  # groups stand for their models; other names may be checkpoints in the store
+        expanded = []
+        for name in req.models:
+            models, unknown = expand_models([name])
+            expanded += [name] if unknown else models
+        req.models = list(dict.fromkeys(expanded))
+    elif not req.foreign:
         models, unknown = expand_models(req.models)
         if unknown:
             raise UsageError(
@@ -72,28 +103,39 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True) -> N
     load_allow_list(req.allow_list)
 
 
-def _check_environments(releases: list[str], manager: EnvManager) -> None:
-    """Every release has a ready environment with its kernel registered on this machine."""
-    missing = []
-    for name in releases:
-        try:
-            env = manager.get(name)
-        except KitError:
-            missing.append(name)
-            continue
-        if env.state != "ready":
-            missing.append(name)
+def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = frozenset()) -> None:
+    """Every release that runs a step here has a ready environment with its kernel registered: the loading
+    releases, and the saving releases that must train (their artifacts are not all in the store)."""
+    missing = [r for r in dict.fromkeys(req.load) if not _ready(manager, r)]
     if missing:
         raise UsageError(
             f"no ready environment for {', '.join(missing)}",
             hint=f"create them first: mxcompat env create {' '.join(missing)}",
         )
+    untrained = [r for r in req.save if req.needs_training(r, held) and not _ready(manager, r)]
+    if untrained:
+        names = " ".join(untrained)
+        raise UsageError(
+            f"{', '.join(untrained)} must train ("
+            + ("--retrain" if req.retrain else "the store lacks some of their artifacts")
+            + ") and there is no ready environment for it",
+            hint=f"either create the environment (mxcompat env create {names}) or fill the store with their "
+            f"artifacts (mxcompat store pull s3://bucket/prefix --release R, or a --store that holds them)",
+        )
+    releases = list(dict.fromkeys(req.load + [r for r in req.save if req.needs_training(r, held)]))
     unregistered = [n for n in releases if kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
     if unregistered:
         raise UsageError(
             f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
             hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}",
         )
+
+
+def _ready(manager: EnvManager, name: str) -> bool:
+    try:
+        return manager.get(name).state == "ready"
+    except KitError:
+        return False
 
 
 def check_writable(store: Path) -> None:

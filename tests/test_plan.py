@@ -97,13 +97,52 @@ def test_stores_by_scheme(tmp_path):
     assert "s3://" in e.value.hint
 
 
-def test_the_local_executor_reports_the_releases_whose_artifacts_are_all_there(tmp_path):
+def test_the_local_executor_holds_what_its_store_holds_and_the_request_says_which_releases_are_complete(tmp_path):
     store = tmp_path / "store"
     for release, apis in (("1.4.1", ["export", "save_params"]), ("1.9.1", ["export"])):
         for api in apis:
             (store / release / "mlp" / api).mkdir(parents=True)
             (store / release / "mlp" / api / "manifest.json").write_text("{}")
     executor = LocalExecutor(store=str(store), home=KitHome(tmp_path / "home"))
-    assert executor.prepare(["1.4.1", "1.9.1", "2.0.0b1"], ["mlp"], ["export", "save_params"]) == {"1.4.1"}
-    assert executor.prepare(["1.4.1", "1.9.1"], ["mlp"], ["export"]) == {"1.4.1", "1.9.1"}
+    held = executor.holdings()
+    assert held == {("1.4.1", "mlp", "export"), ("1.4.1", "mlp", "save_params"), ("1.9.1", "mlp", "export")}
+    req = RunRequest(save=["1.4.1", "1.9.1", "2.0.0b1"], load=["1.9.1"], models=["mlp"], apis=["export", "save_params"])
+    assert req.held_releases(held) == {"1.4.1"}
+    assert [r for r in req.save if req.needs_training(r, {"1.4.1"})] == ["1.9.1", "2.0.0b1"]
+    req.retrain = True
+    assert req.needs_training("1.4.1", {"1.4.1"})
+    req = RunRequest(save=[], load=["1.9.1"], apis=["export"], reload_only=True)
+    req.from_store(held, str(store))
+    assert req.save == ["1.4.1", "1.9.1"] and req.held_releases(set()) == {"1.4.1", "1.9.1"}
+    assert not req.needs_training("1.4.1", set())
+    with pytest.raises(UsageError, match="holds no artifacts of the models and APIs asked for"):
+        RunRequest(save=[], load=["1.9.1"], models=["lenet"], reload_only=True).from_store(held, str(store))
     assert executor.run([], lambda r: None) == []
+
+
+def test_a_reload_only_plan_has_no_train_steps_and_checks_every_model_in_the_store(tmp_path):
+    _, steps = _plan(tmp_path, save=["1.4.1", "1.9.1"], load=["1.9.1"], reload_only=True)
+    assert [s.id for s in steps] == ["reload:1.9.1", "summary"]
+    reload = steps[0]
+    assert reload.depends_on == [] and reload.parameters["models"] == [] and reload.parameters["apis"] == []
+    assert reload.parameters["saved_with"] == ["1.4.1", "1.9.1"]
+    assert [[s.id for s in w] for w in waves(steps)] == [["reload:1.9.1"], ["summary"]]
+
+
+def test_environments_are_needed_only_where_steps_run(tmp_path, monkeypatch):
+    from kit import request as request_mod
+    from kit.envs import EnvManager
+
+    manager = EnvManager(KitHome(tmp_path / "home"))
+    ready = {"1.9.1"}
+    monkeypatch.setattr(request_mod, "_ready", lambda m, name: name in ready)
+    monkeypatch.setattr(request_mod.kernelspecs, "read_kernelspec", lambda home, name: {})
+    req = RunRequest(save=["1.4.1", "1.9.1"], load=["1.9.1"])
+    request_mod.check_environments(req, manager, held={"1.4.1"})  # 1.4.1's artifacts are in the store
+    with pytest.raises(UsageError, match=r"1.4.1 must train \(the store lacks") as e:
+        request_mod.check_environments(req, manager, held=set())
+    assert "mxcompat env create 1.4.1" in e.value.hint and "store pull" in e.value.hint
+    with pytest.raises(UsageError, match=r"must train \(--retrain\)"):
+        request_mod.check_environments(RunRequest(save=["1.4.1"], load=["1.9.1"], retrain=True), manager, {"1.4.1"})
+    with pytest.raises(UsageError, match="no ready environment for 2.0.0b1"):
+        request_mod.check_environments(RunRequest(save=["1.4.1"], load=["2.0.0b1"]), manager, {"1.4.1"})
