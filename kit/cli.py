@@ -15,6 +15,7 @@ import click
 
 from kit import kernelspecs, releases
 from kit.executors import EXECUTORS
+from kit.selection import HELP as SELECTION_HELP
 from kit.envs import EnvManager
 from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
@@ -223,7 +224,13 @@ def _csv(value):
 
 
 @main.command("run")
-@click.option("--save", "save", metavar="V,...", help="Releases that train and save artifacts (comma-separated).")
+@click.option(
+    "--save",
+    "save",
+    metavar="V,...",
+    help="Releases whose artifacts are checked; each trains and saves them unless the store holds them all "
+    "(no environment needed then). Without --save: every release the store holds. Takes " + SELECTION_HELP + ".",
+)
 @click.option("--load", "load", metavar="V,...", help="Releases that reload them (default: the --save releases).")
 @click.option(
     "--models",
@@ -293,11 +300,13 @@ def run_cmd(
 
     \b
       mxcompat run --save 1.0.0.post4,1.4.1,1.9.1
+      mxcompat run --save 1.3.1..1.9.1 --load last:1
+      mxcompat run --load 1.9.2rc0 --store s3://bucket/kit     (reload what the store holds)
       mxcompat run --save 1.4.1 --load 1.9.1,rc1 --models lenet,e2e --jobs 2
       mxcompat run --resume 20261202-101500
       mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
-    from kit import matrix, request
+    from kit import matrix, request, selection
 
     if resume_id:
         if save or load or run_id:
@@ -306,9 +315,17 @@ def run_cmd(
             resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo
         )
     else:
+        manager = EnvManager(KitHome())
+        saves = selection.expand(save, manager, flag="--save")
+        loads = selection.expand(load, manager, flag="--load") or saves
+        if not saves and not loads:
+            raise UsageError(
+                "--save needs at least one release", hint="or give only --load to reload what the store holds"
+            )
         req = request.RunRequest(
-            save=_csv(save),
-            load=_csv(load) or _csv(save),
+            save=saves,
+            load=loads,
+            reload_only=not saves,
             models=_csv(models),
             apis=_csv(apis),
             forward=forward,
@@ -337,6 +354,8 @@ def _report(outcome):
         click.secho(f"FAIL {label}", fg="red")
     for label in outcome.allowed:
         click.echo(f"allowed {label}")
+    for line in outcome.expired:
+        click.secho(f"EXPIRED {line.lstrip('- ')}", fg="red")
     for step in outcome.failed_steps:
         click.secho(f"BROKEN step {step}", fg="red")
     click.echo(f"run folder: {outcome.run_dir}")
@@ -548,6 +567,39 @@ def bundle_cmd(run_id, cell, out, runs_dir):
 
     path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
     click.echo(str(path))
+
+
+@main.command("report")
+@click.argument("run_id")
+@click.option("--issue", is_flag=True, help="Print a Markdown body for a bug report (the default prints summary.md).")
+@click.option("--webhook", metavar="URL", help="POST the run's summary as JSON to URL (any HTTP endpoint).")
+@click.option("--runs-dir", metavar="PATH")
+@handle_errors
+def report_cmd(run_id, issue, webhook, runs_dir):
+    """A finished run's outcome: summary.md, a bug report body (--issue), or JSON to a webhook.
+
+    Exits with the run's own exit code (0 compatible, 1 regressions, 3 a step broke), so a
+    nightly job can post and fail in one step.
+
+    \b
+      mxcompat report 20261203-020000 --issue > body.md
+      mxcompat report 20261203-020000 --webhook https://hooks.example.com/T000/B000
+    """
+    from kit import issue_report
+    from kit.runs import Run
+    from kit.runs import runs_dir as default_runs_dir
+
+    run = Run(runs_dir or default_runs_dir(), run_id)
+    if issue:
+        click.echo(issue_report.issue_markdown(run), nl=False)
+    if webhook:
+        payload = issue_report.summary_payload(run)
+        status = issue_report.post_webhook(webhook, payload)
+        click.echo(f"posted the summary of run {run_id} to {webhook} (HTTP {status})", err=issue)
+    if not issue and not webhook:
+        issue_report.summary_payload(run)  # refuses a missing or unfinished run
+        click.echo((run.dir / "summary.md").read_text(), nl=False)
+    sys.exit(run.read_manifest()["exit_code"])
 
 
 @main.group()

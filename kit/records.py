@@ -75,15 +75,20 @@ def load_allow_list(path: str | Path | None) -> list[Allowance]:
 
 
 def classify(records: list[dict], allow: list[Allowance], today: dt.date | None = None) -> dict:
-    """Split failing cells into ``failures`` and ``allowed`` (with the allowance that covers them)."""
+    """Split failing cells into ``failures`` and ``allowed`` (with the allowance that covers them);
+    ``expired``: the failures an allowance would cover but for its date, with that allowance."""
     today = today or dt.date.today()
-    failures, allowed = [], []
+    failures, allowed, expired = [], [], []
     for rec in records:
         if not is_failure(rec):
             continue
         hit = next((a for a in allow if a.matches(rec, today)), None)
         (allowed if hit else failures).append((rec, hit))
-    return {"failures": [r for r, _ in failures], "allowed": allowed}
+        if hit is None:
+            lapsed = next((a for a in allow if a.matches(rec, a.expires)), None)
+            if lapsed is not None:
+                expired.append((rec, lapsed))
+    return {"failures": [r for r, _ in failures], "allowed": allowed, "expired": expired}
 
 
 def worst(verdicts) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from kit import migration
-from kit.common.record_schema import cell_id, flat_row
+from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.records import is_failure
 
 EXIT_MEANINGS = {0: "compatible", 1: "regressions found"}
@@ -59,6 +59,14 @@ def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict
         )
         rows.append(row)
     return rows
+
+
+def expired_lines(expired: list) -> list[str]:
+    """One line per (failing cell, lapsed allowance): the entry named, with its date and reason."""
+    return [
+        f"- `{cell_id(r)}` ({r['verdict']}): allow-list entry `{a.pattern}` expired {a.expires} ({a.reason})"
+        for r, a in expired
+    ]
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -129,13 +137,14 @@ def write_markdown(
         "| direction | verdict | cells |",
         "|---|---|---|",
     ]
-    counts: dict = {}
-    for r in rows:
-        counts[(r["direction"], r["verdict"])] = counts.get((r["direction"], r["verdict"]), 0) + 1
-    lines += [f"| {d} | {v} | {n} |" for (d, v), n in sorted(counts.items())]
+    counts = verdict_counts(rows)
+    lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
     failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
+    if split.get("expired"):
+        lines += ["", "## Allow-list entries that expired (their cells fail again)", ""]
+        lines += expired_lines(split["expired"])
     if split["allowed"]:
         lines += [
             "",
