@@ -27,7 +27,7 @@ from kit.common.artifacts import write_json_atomic
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
 from kit.home import REPO_ROOT, KitHome
 from kit.interpreters import Interpreter, InterpreterFinder
-from kit.common.versions import same_release, sort_key
+from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release, sort_key
 from kit.releases import Release
 from kit.uvtool import run_logged, uv_binary
 
@@ -280,6 +280,8 @@ class EnvManager:
             python,
             display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
             metadata={"release": plan.name, "fallback": plan.fallback},
+            # a custom release's name is no version: the kernel checks MXNet against the one it must report
+            env={RELEASE_VERSION_VARIABLE: plan.release.expected_version or ""} if plan.release.custom else None,
         )
         marker = {
             "release": plan.release.to_dict(),

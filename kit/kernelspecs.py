@@ -14,9 +14,14 @@ KERNEL_PREFIX = "mxnet-"
 
 
 def write_kernelspec(
-    home: KitHome, kernel_name: str, python: str | os.PathLike, display_name: str, metadata: dict
+    home: KitHome,
+    kernel_name: str,
+    python: str | os.PathLike,
+    display_name: str,
+    metadata: dict,
+    env: dict | None = None,
 ) -> Path:
-    """Register ``python`` as kernel ``kernel_name``; returns the kernelspec folder."""
+    """Register ``python`` as kernel ``kernel_name`` (with ``env`` set in its process); the kernelspec folder."""
     folder = home.kernels / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
     spec = {
@@ -25,6 +30,8 @@ def write_kernelspec(
         "language": "python",
         "metadata": {"mxcompat": metadata},
     }
+    if env:
+        spec["env"] = env
     write_json_atomic(str(folder / "kernel.json"), spec)
     return folder
 

@@ -56,6 +56,10 @@ def base_version(text):
     return base
 
 
+#: set in a custom release's kernel: the ``mx.__version__`` it must report (empty: unknown)
+RELEASE_VERSION_VARIABLE = "MXCOMPAT_RELEASE_VERSION"
+
+
 def same_release(asked, reported):
     """True when ``reported`` (an ``mx.__version__``) is the release ``asked`` names.
 

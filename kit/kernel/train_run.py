@@ -16,19 +16,32 @@ from kit.kernel import adapters, internals, mxapi, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
-from kit.common.versions import same_release
+from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release
 
 
 class TrainFailed(KitError):
     """Some (model, API) artifacts could not be saved; the others were."""
 
 
+def _reports(expected, reported):
+    try:
+        return same_release(expected, reported)
+    except ValueError:  # a custom name that is no version, in a kernel registered before the variable existed
+        return True
+
+
 def check_kernel(release):
     """Refuse to run when the kernel's MXNet is not the release the notebook was asked for; then set the
-    kernel up as a user of that release would (numpy semantics on in 2.0)."""
-    if not same_release(release, mx.__version__):
+    kernel up as a user of that release would (numpy semantics on in 2.0).
+
+    A custom release's kernel says the version it must report in ``MXCOMPAT_RELEASE_VERSION``
+    (empty: unknown, nothing to compare); a table release's name is its version.
+    """
+    expected = os.environ.get(RELEASE_VERSION_VARIABLE, release)
+    if expected and not _reports(expected, mx.__version__):
         raise KitError(
-            "this kernel runs MXNet %s, but release is %r" % (mx.__version__, release),
+            "this kernel runs MXNet %s, but release is %r%s"
+            % (mx.__version__, release, "" if expected == release else " (which reports %s)" % expected),
             hint="run the notebook on kernel mxnet-%s" % release,
         )
     mxapi.prepare_kernel()
