@@ -572,14 +572,15 @@ def bundle_cmd(run_id, cell, out, runs_dir):
 @main.command("report")
 @click.argument("run_id")
 @click.option("--issue", is_flag=True, help="Print a Markdown body for a bug report (the default prints summary.md).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON a --webhook would get.")
 @click.option("--webhook", metavar="URL", help="POST the run's summary as JSON to URL (any HTTP endpoint).")
 @click.option("--runs-dir", metavar="PATH")
 @handle_errors
-def report_cmd(run_id, issue, webhook, runs_dir):
+def report_cmd(run_id, issue, as_json, webhook, runs_dir):
     """A finished run's outcome: summary.md, a bug report body (--issue), or JSON to a webhook.
 
-    Exits with the run's own exit code (0 compatible, 1 regressions, 3 a step broke), so a
-    nightly job can post and fail in one step.
+    Exits 0 once it has printed or posted (the run's own exit code is in the JSON and in
+    run.json); 2 for a missing or unfinished run, 3 when the webhook refuses or is unreachable.
 
     \b
       mxcompat report 20261203-020000 --issue > body.md
@@ -592,14 +593,15 @@ def report_cmd(run_id, issue, webhook, runs_dir):
     run = Run(runs_dir or default_runs_dir(), run_id)
     if issue:
         click.echo(issue_report.issue_markdown(run), nl=False)
+    if as_json:
+        click.echo(json.dumps(issue_report.summary_payload(run), indent=1))
     if webhook:
         payload = issue_report.summary_payload(run)
         status = issue_report.post_webhook(webhook, payload)
-        click.echo(f"posted the summary of run {run_id} to {webhook} (HTTP {status})", err=issue)
-    if not issue and not webhook:
+        click.echo(f"posted the summary of run {run_id} to {webhook} (HTTP {status})", err=issue or as_json)
+    if not (issue or as_json or webhook):
         issue_report.summary_payload(run)  # refuses a missing or unfinished run
         click.echo((run.dir / "summary.md").read_text(), nl=False)
-    sys.exit(run.read_manifest()["exit_code"])
 
 
 @main.group()
