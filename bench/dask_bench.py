@@ -27,6 +27,10 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from helpers import start_kit  # noqa: E402
+
 BUCKET = "kit-bench"
 
 
@@ -74,14 +78,7 @@ def summary(run_dir: Path) -> str:
 
 
 def mxcompat(args: list[str], env: dict) -> tuple[subprocess.Popen, float]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "kit", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO,
-    ), time.monotonic()
+    return start_kit(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), time.monotonic()
 
 
 def main(argv=None) -> int:

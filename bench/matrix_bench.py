@@ -211,28 +211,23 @@ def baseline(names, home, store_tag="store-baseline"):
     store, out = home / store_tag, home / "baseline-out"
     shutil.rmtree(store, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
+
+    def in_env(name, code):
+        env = manager.get(name)
+        subprocess.run([str(env.python), "-c", code], check=True, capture_output=True, cwd=str(env.path))
+
     started = time.monotonic()
     for name in names:
-        code = (
-            f"from kit.kernel import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)"
-        )
-        subprocess.run(
-            [str(manager.get(name).python), "-c", code],
-            check=True,
-            capture_output=True,
-            cwd=str(manager.get(name).path),
+        in_env(
+            name,
+            f"from kit.kernel import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)",
         )
     train = time.monotonic() - started
     for name in names:
-        code = (
+        in_env(
+            name,
             f"from kit.kernel import reload_run; reload_run.reload_all({name!r}, {str(store)!r}, {str(out)!r}, "
-            f"saved_versions={names!r}, log=lambda m: None)"
-        )
-        subprocess.run(
-            [str(manager.get(name).python), "-c", code],
-            check=True,
-            capture_output=True,
-            cwd=str(manager.get(name).path),
+            f"saved_versions={names!r}, log=lambda m: None)",
         )
     total = time.monotonic() - started
     return {

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import REPO, kit_env
 from kit.interpreters import InterpreterFinder
 
-REPO = Path(__file__).resolve().parent.parent
 OLDEST = "1.0.0.post4"
 NEWEST = "1.9.1"
 
 
 def run_cli(*args, home: Path, env: dict | None = None, timeout: float = 900, check: bool = False):
     """``python -m kit ARGS`` with MXCOMPAT_HOME set; returns the CompletedProcess."""
-    full_env = dict(os.environ if env is None else env)
-    full_env["MXCOMPAT_HOME"] = str(home)
     proc = subprocess.run(
-        [sys.executable, "-m", "kit", *args], capture_output=True, text=True, env=full_env, cwd=REPO, timeout=timeout
+        [sys.executable, "-m", "kit", *args],
+        capture_output=True,
+        text=True,
+        env=kit_env(home, env),
+        cwd=REPO,
+        timeout=timeout,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"mxcompat {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
@@ -93,6 +95,69 @@ def read_records(out_dir: Path) -> dict:
         rec = json.loads(path.read_text())
         records[(rec["saved_with"], rec["model"], rec["api"], rec["loaded_with"])] = rec
     return records
+
+
+def matrix_run(
+    kit_home: Path,
+    tmp_path_factory,
+    run_id: str,
+    *,
+    save: str,
+    load: str,
+    models: str,
+    more=(),
+    create=(),
+    timeout: float = 900,
+) -> dict:
+    """Build the environments ``create``, then ``mxcompat run --save SAVE --load LOAD --models MODELS MORE`` into
+    a fresh runs folder and store: {"proc", "dir", "records", "store", "runs"}."""
+    if create:
+        run_cli("env", "create", *create, home=kit_home, check=True)
+    runs, store = tmp_path_factory.mktemp(f"{run_id}-runs"), tmp_path_factory.mktemp(f"{run_id}-store")
+    proc = run_cli(
+        "run",
+        "--runs-dir",
+        str(runs),
+        "--save",
+        save,
+        "--load",
+        load,
+        "--models",
+        models,
+        *more,
+        "--run-id",
+        run_id,
+        "--store",
+        str(store),
+        home=kit_home,
+        timeout=timeout,
+    )
+    return {"proc": proc, "dir": runs / run_id, "records": read_records(runs / run_id), "store": store, "runs": runs}
+
+
+def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:
+    """reload.ipynb on the newest release over ``store``, executed into ``out_dir`` (records in its records/).
+
+    It passes the notebook's old parameter names (mxnet_version, out_dir) on purpose: they must keep working."""
+    from kit.home import KitHome
+    from kit.notebooks import NOTEBOOKS, run_notebook
+
+    run_notebook(
+        NOTEBOOKS / "reload.ipynb",
+        out_dir / "reload.ipynb",
+        f"mxnet-{NEWEST}",
+        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(out_dir)},
+        home=KitHome(kit_home),
+    )
+
+
+def kernel_unit_tests(kit_home: Path, release: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """tests/kernel/runner.py in the release's environment: the process and its JSON verdict (passed, failed)."""
+    python = kit_home / "envs" / release / "bin" / "python"
+    proc = subprocess.run(
+        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
+    )
+    return proc, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="session")

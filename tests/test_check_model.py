@@ -32,10 +32,22 @@ mod.save_checkpoint(sys.argv[1], 7)
 """
 
 
-def check(kit_home, tmp_path, *args, run_id):
+#: the arguments that fit the hand-written legacy checkpoint (tmp_path / "old") and the detector
+LEGACY_ARGS = ("--epoch", "3", "--input", "data:2,6", "--label-names", "softmax_label")
+DETECTOR_ARGS = ("--epoch", "7", "--input", "data:2,3,32,32")
+
+
+def check(kit_home, tmp_path, prefix, *args, run_id):
+    """check-model on the checkpoint at ``prefix`` with ARGS: reference computed in the oldest release, loaded
+    in the newest, into tmp_path's store and runs folder."""
     return run_cli(
         "check-model",
+        str(prefix),
         *args,
+        "--reference-version",
+        OLDEST,
+        "--load",
+        NEWEST,
         "--store",
         str(tmp_path / "store"),
         "--runs-dir",
@@ -88,20 +100,8 @@ def test_a_module_checkpoint_saved_by_the_oldest_release(trained_store, kit_home
     src = trained_store["_store"] / OLDEST / "symbolic" / "module_checkpoint"
     shutil.copy(src / "model-symbol.json", tmp_path / "prod-symbol.json")
     shutil.copy(src / "model-0000.params", tmp_path / "prod-0000.params")
-    proc = check(
-        kit_home,
-        tmp_path,
-        str(tmp_path / "prod"),
-        "--input",
-        "data:4,1,28,28",
-        "--label-names",
-        "softmax_label",
-        "--reference-version",
-        OLDEST,
-        "--load",
-        NEWEST,
-        run_id="prod",
-    )
+    prod_args = ("--input", "data:4,1,28,28", "--label-names", "softmax_label")
+    proc = check(kit_home, tmp_path, tmp_path / "prod", *prod_args, run_id="prod")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"prod: symbol saved by MXNet 1.0.0; reference computed in {OLDEST} (1 output(s)" in proc.stdout
     records = read_records(tmp_path / "runs" / "prod")
@@ -127,37 +127,9 @@ def test_a_module_checkpoint_saved_by_the_oldest_release(trained_store, kit_home
 def test_a_multi_output_detector_with_a_label_head(built_envs, kit_home, tmp_path):
     python = kit_home / "envs" / OLDEST / "bin" / "python"
     subprocess.run([str(python), "-c", DETECTOR, str(tmp_path / "det")], check=True, capture_output=True)
-    missing = check(
-        kit_home,
-        tmp_path,
-        str(tmp_path / "det"),
-        "--epoch",
-        "7",
-        "--input",
-        "data:2,3,32,32",
-        "--reference-version",
-        OLDEST,
-        "--load",
-        NEWEST,
-        run_id="nolabel",
-    )
+    missing = check(kit_home, tmp_path, tmp_path / "det", *DETECTOR_ARGS, run_id="nolabel")
     assert missing.returncode == 2 and "--label-names cls_label" in missing.stderr
-    proc = check(
-        kit_home,
-        tmp_path,
-        str(tmp_path / "det"),
-        "--epoch",
-        "7",
-        "--input",
-        "data:2,3,32,32",
-        "--label-names",
-        "cls_label",
-        "--reference-version",
-        OLDEST,
-        "--load",
-        NEWEST,
-        run_id="det",
-    )
+    proc = check(kit_home, tmp_path, tmp_path / "det", *DETECTOR_ARGS, "--label-names", "cls_label", run_id="det")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "(2 output(s)" in proc.stdout
     rec = read_records(tmp_path / "runs" / "det")[(OLDEST, "det", "checkpoint", NEWEST)]
@@ -167,22 +139,7 @@ def test_a_multi_output_detector_with_a_label_head(built_envs, kit_home, tmp_pat
 
 def test_hand_written_legacy_files(built_envs, kit_home, tmp_path):
     w, b = legacy_checkpoint(tmp_path / "old")
-    proc = check(
-        kit_home,
-        tmp_path,
-        str(tmp_path / "old"),
-        "--epoch",
-        "3",
-        "--input",
-        "data:2,6",
-        "--label-names",
-        "softmax_label",
-        "--reference-version",
-        OLDEST,
-        "--load",
-        NEWEST,
-        run_id="legacy",
-    )
+    proc = check(kit_home, tmp_path, tmp_path / "old", *LEGACY_ARGS, run_id="legacy")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "unrecorded (a legacy symbol file)" in proc.stdout
     rec = read_records(tmp_path / "runs" / "legacy")[(OLDEST, "old", "checkpoint", NEWEST)]
@@ -215,9 +172,7 @@ def test_input_problems_are_named_before_any_run(built_envs, kit_home, tmp_path,
     args = list(args)
     if "--epoch" not in args:
         args = ["--epoch", "3"] + args
-    proc = check(
-        kit_home, tmp_path, str(tmp_path / "old"), *args, "--reference-version", OLDEST, "--load", NEWEST, run_id="bad"
-    )
+    proc = check(kit_home, tmp_path, tmp_path / "old", *args, run_id="bad")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr
     assert not (tmp_path / "runs" / "bad").exists()
@@ -229,20 +184,5 @@ def test_params_of_another_model_are_refused(trained_store, kit_home, tmp_path):
         trained_store["_store"] / OLDEST / "mlp" / "module_checkpoint" / "model-0000.params",
         tmp_path / "old-0003.params",
     )
-    proc = check(
-        kit_home,
-        tmp_path,
-        str(tmp_path / "old"),
-        "--epoch",
-        "3",
-        "--input",
-        "data:2,6",
-        "--label-names",
-        "softmax_label",
-        "--reference-version",
-        OLDEST,
-        "--load",
-        NEWEST,
-        run_id="other",
-    )
+    proc = check(kit_home, tmp_path, tmp_path / "old", *LEGACY_ARGS, run_id="other")
     assert proc.returncode == 2 and "parameters not used by the graph" in proc.stderr

@@ -7,13 +7,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, require_python, run_cli
+from conftest import NEWEST, OLDEST, read_records, require_python, run_cli
+from helpers import start_kit
 
 pytestmark = pytest.mark.envs
 
@@ -75,7 +75,8 @@ def cli_env(cluster) -> dict:
     return dict(os.environ, **cluster["s3"]["env"])
 
 
-def dask_args(cluster, run_id: str, prefix: str = "m") -> list[str]:
+def run_args(cluster, run_id: str, prefix: str = "m") -> list[str]:
+    """The matrix every run here computes, into the cluster's runs folder, on the S3 store under ``prefix``."""
     return [
         "run",
         "--runs-dir",
@@ -88,11 +89,11 @@ def dask_args(cluster, run_id: str, prefix: str = "m") -> list[str]:
         run_id,
         "--store",
         f"s3://{BUCKET}/{prefix}",
-        "--executor",
-        "dask",
-        "--scheduler",
-        cluster["address"],
     ]
+
+
+def dask_args(cluster, run_id: str, prefix: str = "m") -> list[str]:
+    return run_args(cluster, run_id, prefix) + ["--executor", "dask", "--scheduler", cluster["address"]]
 
 
 @pytest.fixture(scope="module")
@@ -145,24 +146,7 @@ def test_artifacts_and_step_outputs_live_in_the_store(dask_run, cluster):
 
 def test_records_and_summary_equal_a_local_run(dask_run, cluster, kit_home, built_envs):
     """The same matrix with the local executor on the same store: identical records and summary."""
-    proc = run_cli(
-        "run",
-        "--runs-dir",
-        str(cluster["runs"]),
-        "--save",
-        SAVE,
-        "--models",
-        MODELS,
-        "--run-id",
-        "local",
-        "--store",
-        f"s3://{BUCKET}/m",
-        "--jobs",
-        "2",
-        home=kit_home,
-        env=cli_env(cluster),
-        timeout=1800,
-    )
+    proc = run_cli(*run_args(cluster, "local"), "--jobs", "2", home=kit_home, env=cli_env(cluster), timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     local = read_records(cluster["runs"] / "local")
     assert comparable(local) == comparable(dask_run["records"])
@@ -177,15 +161,13 @@ def _worker_pids(client) -> dict:
 
 def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster):
     """Kill the worker running a reload step once it has written records; Dask runs the step again."""
-    args = dask_args(cluster, "killed")
-    env = dict(cli_env(cluster), MXCOMPAT_HOME=str(cluster["home"]))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", *args],
+    proc = start_kit(
+        dask_args(cluster, "killed"),
+        home=cluster["home"],
+        env=cli_env(cluster),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=env,
-        cwd=REPO,
     )
     killed = None
     deadline = time.monotonic() + 600
@@ -226,32 +208,19 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
 
 
 def test_dask_executor_refuses_what_it_cannot_do(kit_home, built_envs, tmp_path):
+    on_dask = ("run", "--save", OLDEST, "--executor", "dask")
+    unreachable = ("--scheduler", "tcp://127.0.0.1:9")
     proc = run_cli(
-        "run",
-        "--save",
-        OLDEST,
-        "--executor",
-        "dask",
+        *on_dask,
         "--store",
         str(tmp_path),
         home=kit_home,
         env={k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"},
     )
     assert proc.returncode == 2 and "--scheduler" in proc.stderr
-    proc = run_cli("run", "--save", OLDEST, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9", home=kit_home)
+    proc = run_cli(*on_dask, *unreachable, home=kit_home)
     assert proc.returncode == 2 and "needs --store" in proc.stderr
     proc = run_cli(
-        "run",
-        "--save",
-        OLDEST,
-        "--executor",
-        "dask",
-        "--scheduler",
-        "tcp://127.0.0.1:9",
-        "--store",
-        str(tmp_path),
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        home=kit_home,
+        *on_dask, *unreachable, "--store", str(tmp_path), "--runs-dir", str(tmp_path / "runs"), home=kit_home
     )
     assert proc.returncode == 3 and "cannot reach the Dask scheduler" in proc.stderr

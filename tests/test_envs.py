@@ -16,7 +16,8 @@ import nbformat
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from conftest import NEWEST, OLDEST, REPO, require_python, run_cli
+from conftest import NEWEST, OLDEST, REPO, kernel_unit_tests, require_python, run_cli
+from helpers import start_kit
 
 pytestmark = pytest.mark.envs
 
@@ -25,6 +26,30 @@ def kernel_env(home: Path) -> dict:
     env = dict(os.environ)
     env["JUPYTER_PATH"] = str(home / "jupyter")
     return env
+
+
+def papermill_version_notebook(home: Path, out_nb: Path, kernel_release: str, expected_release: str, *extra):
+    """tests/notebooks/mxnet_version.ipynb through the papermill CLI on kernel ``mxnet-<kernel_release>``,
+    told to expect ``expected_release``; EXTRA are more papermill options."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(REPO / "tests/notebooks/mxnet_version.ipynb"),
+            str(out_nb),
+            "-k",
+            f"mxnet-{kernel_release}",
+            "-r",
+            "expected_release",
+            expected_release,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=kernel_env(home),
+        timeout=300,
+    )
 
 
 def test_create_reports_interpreters_and_markers(built_envs, kit_home):
@@ -86,26 +111,7 @@ def test_kernel_starts_and_computes(built_envs, kit_home, monkeypatch, release, 
 @pytest.mark.parametrize("release", [OLDEST, NEWEST])
 def test_papermill_runs_on_the_release_kernel(built_envs, kit_home, tmp_path, release):
     out_nb = tmp_path / f"version-{release}.ipynb"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "papermill",
-            str(REPO / "tests/notebooks/mxnet_version.ipynb"),
-            str(out_nb),
-            "-k",
-            f"mxnet-{release}",
-            "-r",
-            "expected_release",
-            release,
-            "--cwd",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        env=kernel_env(kit_home),
-        timeout=300,
-    )
+    proc = papermill_version_notebook(kit_home, out_nb, release, release, "--cwd", str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     nb = nbformat.read(out_nb, as_version=4)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
@@ -118,35 +124,14 @@ def test_papermill_runs_on_the_release_kernel(built_envs, kit_home, tmp_path, re
 
 def test_papermill_fails_loudly_on_the_wrong_kernel(built_envs, kit_home, tmp_path):
     out_nb = tmp_path / "wrong.ipynb"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "papermill",
-            str(REPO / "tests/notebooks/mxnet_version.ipynb"),
-            str(out_nb),
-            "-k",
-            f"mxnet-{NEWEST}",
-            "-r",
-            "expected_release",
-            OLDEST,
-        ],
-        capture_output=True,
-        text=True,
-        env=kernel_env(kit_home),
-        timeout=300,
-    )
+    proc = papermill_version_notebook(kit_home, out_nb, NEWEST, OLDEST)
     assert proc.returncode != 0
     assert "AssertionError" in proc.stderr and "1.9.1" in proc.stderr
 
 
 @pytest.mark.parametrize("release", [OLDEST, NEWEST])
 def test_kernel_side_unit_tests_pass_inside_the_env(built_envs, kit_home, release):
-    python = kit_home / "envs" / release / "bin" / "python"
-    proc = subprocess.run(
-        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
-    )
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    proc, result = kernel_unit_tests(kit_home, release)
     assert proc.returncode == 0, result["failed"]
     assert len(result["passed"]) >= 10
 
@@ -155,10 +140,9 @@ def test_interrupted_build_is_never_healthy_and_is_rebuilt(kit_home):
     require_python("3.7")
     release = "1.4.1"
     env_dir = kit_home / "envs" / release
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", "env", "create", release],
-        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
-        cwd=REPO,
+    proc = start_kit(
+        ["env", "create", release],
+        home=kit_home,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -255,11 +239,8 @@ def _free_port() -> int:
 
 def test_lab_shows_every_kernel(built_envs, kit_home, tmp_path):
     port = _free_port()
-    proc = subprocess.Popen(
+    proc = start_kit(
         [
-            sys.executable,
-            "-m",
-            "kit",
             "lab",
             "--no-browser",
             f"--port={port}",
@@ -267,8 +248,7 @@ def test_lab_shows_every_kernel(built_envs, kit_home, tmp_path):
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.root_dir={tmp_path}",
         ],
-        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
-        cwd=REPO,
+        home=kit_home,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,

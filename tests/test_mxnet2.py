@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
+from conftest import NEWEST, OLDEST, kernel_unit_tests, matrix_run, read_records, run_cli
 
 pytestmark = pytest.mark.envs
 
@@ -21,29 +19,17 @@ NP_SHAPE_ERROR = "ndarray was not saved in np shape semantics, but being loaded 
 @pytest.fixture(scope="module")
 def migration_run(built_envs, kit_home, tmp_path_factory):
     """1.0.0.post4, 1.9.1 and 2.0.0b1 train; 1.9.1 and 2.0.0b1 reload everything, forward cells too."""
-    run_cli("env", "create", GLUON2, home=kit_home, check=True)
-    runs, store = tmp_path_factory.mktemp("m2-runs"), tmp_path_factory.mktemp("m2-store")
-    proc = run_cli(
-        "run",
-        "--runs-dir",
-        str(runs),
-        "--save",
-        f"{OLDEST},{NEWEST},{GLUON2}",
-        "--load",
-        f"{NEWEST},{GLUON2}",
-        "--models",
-        ",".join(MODELS),
-        "--forward",
-        "--jobs",
-        "2",
-        "--run-id",
+    return matrix_run(
+        kit_home,
+        tmp_path_factory,
         "m2",
-        "--store",
-        str(store),
-        home=kit_home,
+        save=f"{OLDEST},{NEWEST},{GLUON2}",
+        load=f"{NEWEST},{GLUON2}",
+        models=",".join(MODELS),
+        more=("--forward", "--jobs", "2"),
+        create=(GLUON2,),
         timeout=1800,
     )
-    return {"proc": proc, "dir": runs / "m2", "records": read_records(runs / "m2"), "store": store, "runs": runs}
 
 
 def _rec(run, saved, model, api, loaded=GLUON2):
@@ -142,11 +128,7 @@ def test_summary_has_the_migration_table(migration_run):
 
 
 def test_kernel_side_unit_tests_pass_inside_2_0(migration_run, kit_home):
-    python = kit_home / "envs" / GLUON2 / "bin" / "python"
-    proc = subprocess.run(
-        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
-    )
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    proc, result = kernel_unit_tests(kit_home, GLUON2)
     assert proc.returncode == 0, result["failed"]
     assert "test_mx_adapters.py::test_every_model_builds_and_runs_in_this_release" in result["passed"]
 

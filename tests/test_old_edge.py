@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from conftest import NEWEST, REPO, read_records, require_python, run_cli
+from conftest import NEWEST, kernel_unit_tests, matrix_run, require_python
 
 pytestmark = pytest.mark.envs
 
@@ -17,26 +14,15 @@ OLD_EDGE = "0.11.0"
 @pytest.fixture(scope="module")
 def old_edge_run(built_envs, kit_home, tmp_path_factory):
     require_python("3.6")
-    run_cli("env", "create", OLD_EDGE, home=kit_home, check=True)
-    runs, store = tmp_path_factory.mktemp("old-runs"), tmp_path_factory.mktemp("old-store")
-    proc = run_cli(
-        "run",
-        "--runs-dir",
-        str(runs),
-        "--save",
-        OLD_EDGE,
-        "--load",
-        f"{OLD_EDGE},{NEWEST}",
-        "--models",
-        "mlp,lenet,resnet_bn,symbolic",
-        "--run-id",
+    return matrix_run(
+        kit_home,
+        tmp_path_factory,
         "old",
-        "--store",
-        str(store),
-        home=kit_home,
-        timeout=900,
+        save=OLD_EDGE,
+        load=f"{OLD_EDGE},{NEWEST}",
+        models="mlp,lenet,resnet_bn,symbolic",
+        create=(OLD_EDGE,),
     )
-    return {"proc": proc, "records": read_records(runs / "old")}
 
 
 def test_0_11_artifacts_reload_in_0_11_and_1_9(old_edge_run):
@@ -60,11 +46,7 @@ def test_what_0_11_lacks_is_unsupported_with_its_reason(old_edge_run):
 
 
 def test_kernel_side_unit_tests_pass_inside_0_11(old_edge_run, kit_home):
-    python = kit_home / "envs" / OLD_EDGE / "bin" / "python"
-    proc = subprocess.run(
-        [str(python), str(REPO / "tests/kernel/runner.py")], capture_output=True, text=True, cwd="/", timeout=300
-    )
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    proc, result = kernel_unit_tests(kit_home, OLD_EDGE)
     assert proc.returncode == 0, result["failed"]
     assert (
         "test_mx_training.py::test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay" in result["passed"]

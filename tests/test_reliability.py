@@ -8,16 +8,14 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, rehash, run_cli
-from kit.home import KitHome
+from conftest import NEWEST, OLDEST, REPO, read_records, rehash, reload_in_newest, run_cli
+from helpers import start_kit
 from kit.common import artifacts
-from kit.notebooks import NOTEBOOKS, run_notebook
 
 
 def _truncate(path: Path) -> None:
@@ -81,13 +79,7 @@ def test_each_bad_artifact_gets_its_verdict_and_the_rest_is_unaffected(trained_s
         folder = store / OLDEST / model / api
         shutil.copytree(trained_store["_store"] / OLDEST / model / api, folder)
         _apply(fault, folder, trained_store["_store"])
-    run_notebook(
-        NOTEBOOKS / "reload.ipynb",
-        tmp_path / "reload.ipynb",
-        f"mxnet-{NEWEST}",
-        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
-        home=KitHome(kit_home),
-    )
+    reload_in_newest(kit_home, store, tmp_path)
     records = read_records(tmp_path)
     assert len(records) == len(FAULTS)
     for model, api, fault, verdict, text in FAULTS:
@@ -154,10 +146,9 @@ def test_ctrl_c_leaves_a_run_that_resume_completes(trained_store, kit_home, tmp_
         "--store",
         str(trained_store["_store"]),
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kit", *args],
-        env=dict(os.environ, MXCOMPAT_HOME=str(kit_home)),
-        cwd=REPO,
+    proc = start_kit(
+        args,
+        home=kit_home,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

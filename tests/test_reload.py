@@ -7,9 +7,7 @@ import shutil
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, read_records, scale_weight
-from kit.home import KitHome
-from kit.notebooks import NOTEBOOKS, run_notebook
+from conftest import NEWEST, OLDEST, read_records, reload_in_newest, scale_weight
 
 pytestmark = pytest.mark.envs
 
@@ -93,13 +91,7 @@ def test_tampered_params_is_corrupt_and_nothing_loads(trained_store, kit_home, t
     data = bytearray(params.read_bytes())
     data[len(data) // 2] ^= 0xFF
     params.write_bytes(bytes(data))
-    run_notebook(
-        NOTEBOOKS / "reload.ipynb",
-        tmp_path / "reload.ipynb",
-        f"mxnet-{NEWEST}",
-        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
-        home=KitHome(kit_home),
-    )
+    reload_in_newest(kit_home, store, tmp_path)
     rec = read_records(tmp_path)[(OLDEST, "mlp", "export", NEWEST)]
     assert rec["verdict"] == "corrupt"
     assert "model-0000.params" in rec["reason"] and "nothing was loaded" in rec["reason"]
@@ -110,13 +102,7 @@ def test_perturbed_weight_with_a_valid_hash_is_caught_by_the_diff(trained_store,
     store = tmp_path / "store"
     folder = _copy_artifact(trained_store["_store"], OLDEST, "lenet", "save_params", store)
     scale_weight(kit_home, folder / "model.params", "dense1_weight", "w * 1.05")
-    run_notebook(
-        NOTEBOOKS / "reload.ipynb",
-        tmp_path / "reload.ipynb",
-        f"mxnet-{NEWEST}",
-        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(tmp_path)},
-        home=KitHome(kit_home),
-    )
+    reload_in_newest(kit_home, store, tmp_path)
     rec = read_records(tmp_path)[(OLDEST, "lenet", "save_params", NEWEST)]
     assert rec["verdict"] in ("drift", "mismatch"), rec["reason"]
     assert rec["summary"]["frac_out_of_tolerance"] > 0.5
@@ -126,12 +112,6 @@ def test_nothing_to_compare_is_an_error_not_a_pass(built_envs, kit_home, tmp_pat
     import papermill
 
     with pytest.raises(papermill.PapermillExecutionError) as e:
-        run_notebook(
-            NOTEBOOKS / "reload.ipynb",
-            tmp_path / "reload.ipynb",
-            f"mxnet-{NEWEST}",
-            {"mxnet_version": NEWEST, "store": str(tmp_path / "empty"), "out_dir": str(tmp_path)},
-            home=KitHome(kit_home),
-        )
+        reload_in_newest(kit_home, tmp_path / "empty", tmp_path)
     assert "no artifacts to check" in str(e.value)
     assert not (tmp_path / "records").exists()

@@ -8,7 +8,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, run_cli
+from conftest import NEWEST, OLDEST, REPO, matrix_run, read_records, run_cli
 
 pytestmark = pytest.mark.envs
 
@@ -22,28 +22,17 @@ APIS = ["export", "save_parameters", "save_params", "module_checkpoint"]
 @pytest.fixture(scope="module")
 def vision_run(built_envs, kit_home, tmp_path_factory):
     """Oldest and 1.5.1 train the vision group; 1.5.1 and newest reload it."""
-    run_cli("env", "create", MIDDLE, BEFORE_CHANGE, home=kit_home, check=True)
-    runs, store = tmp_path_factory.mktemp("vision-runs"), tmp_path_factory.mktemp("vision-store")
-    proc = run_cli(
-        "run",
-        "--runs-dir",
-        str(runs),
-        "--save",
-        f"{OLDEST},{MIDDLE}",
-        "--load",
-        f"{MIDDLE},{NEWEST}",
-        "--models",
+    return matrix_run(
+        kit_home,
+        tmp_path_factory,
         "vision",
-        "--jobs",
-        "2",
-        "--run-id",
-        "vision",
-        "--store",
-        str(store),
-        home=kit_home,
+        save=f"{OLDEST},{MIDDLE}",
+        load=f"{MIDDLE},{NEWEST}",
+        models="vision",
+        more=("--jobs", "2"),
+        create=(MIDDLE, BEFORE_CHANGE),
         timeout=2400,
     )
-    return {"proc": proc, "dir": runs / "vision", "store": store, "records": read_records(runs / "vision")}
 
 
 def _metrics(rec):
