@@ -15,6 +15,7 @@ import click
 
 from kit import kernelspecs, releases
 from kit.executors import EXECUTORS
+from kit.mbcc import HELP as MBCC_HELP
 from kit.selection import HELP as SELECTION_HELP
 from kit.envs import EnvManager
 from kit.common.errors import KitError, UsageError
@@ -237,7 +238,8 @@ def _csv(value):
     metavar="M,...",
     help="Zoo models or groups: core (the default: small hand-written models), vision "
     "(ResNet-18 v1/v2, MobileNet v1/v2, SqueezeNet 1.1, DenseNet-121, VGG-11-BN, e2e ResNet-18 "
-    "from gluon's model zoo; about 1 GB of artifacts per release), all.",
+    "from gluon's model zoo; about 1 GB of artifacts per release), all (core and vision), mbcc "
+    "(MXNet's own checker's models, see store import-mbcc). With --load alone: any model in the store.",
 )
 @click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
@@ -721,6 +723,21 @@ def _remote_store(location: str, command: str, **options):
     if not opened.remote:
         raise UsageError(f"{command} needs an s3:// store, not the folder {location!r}", hint="s3://bucket/prefix")
     return opened
+
+
+@store.command("import-mbcc", help=MBCC_HELP, short_help="Import MXNet's own checker's saved models into a store.")
+@click.argument("source")
+@click.option("--store", "target", metavar="PATH|s3://...", help="The store to import into (default: the kit home's).")
+@_endpoint
+@handle_errors
+def store_import_mbcc(source, target, endpoint_url):
+    from kit.mbcc import import_mbcc
+
+    result = import_mbcc(source, target, endpoint_url=endpoint_url, on_event=click.echo)
+    click.echo(
+        f"{len(result['imported'])} artifact(s) imported into {result['store']}, "
+        f"{len(result['skipped'])} path(s) of {source} not imported (listed above)"
+    )
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -27,9 +27,12 @@ VISION_MODELS = (
     "vgg11_bn",
     "e2e_resnet18",
 )
-MODEL_NAMES = CORE_MODELS + VISION_MODELS
+#: the models of MXNet's own nightly backwards-compatibility checker (kit.kernel.mbcc_models), whose saved
+#: files ``mxcompat store import-mbcc`` imports: the group "mbcc", opt-in and not part of "all".
+MBCC_MODELS = ("mbcc_mlp", "mbcc_lenet", "mbcc_lstm")
+MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
-MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": MODEL_NAMES}
+MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": CORE_MODELS + VISION_MODELS, "mbcc": MBCC_MODELS}
 
 GLUON2 = "2.0.0a0"  # the first release with the Gluon 2.0 interface (forward, no prefixes, numpy semantics)
 _GLUON2_NOTE = "MXNet 2.0"

@@ -11,7 +11,7 @@ from mxnet import gluon
 from mxnet.gluon import nn
 
 from kit.common import data
-from kit.kernel import layers, mxapi, vision_zoo, zoo_gluon2
+from kit.kernel import layers, mbcc_models, mxapi, vision_zoo, zoo_gluon2
 from kit.common.capabilities import has_feature
 from kit.kernel.modelspec import InputSpec, ModelSpec  # noqa: F401 (re-exported)
 from kit.kernel.vision_zoo import MEAN, STD  # ImageNet's, as the model zoo uses them
@@ -289,6 +289,8 @@ MODELS = dict(
     ]
 )
 MODELS.update((spec.name, spec) for spec in vision_zoo.SPECS)  # after the hand-written ones, in their order
+# MXNet's own backwards-compatibility checker's models (mxcompat store import-mbcc), last
+MODELS.update((spec.name, spec) for spec in mbcc_models.SPECS)
 
 
 def get(name):
