@@ -38,7 +38,7 @@ def _key(version: str, name: str):
     try:
         return (0, release_key(version), name)
     except ValueError:
-        return (1, ((), (), 0), name)
+        return (1, ((), (), (0, 0)), name)
 
 
 def expand(text: str | None, manager: EnvManager, *, flag: str = "--save") -> list[str]:

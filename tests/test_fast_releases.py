@@ -157,10 +157,10 @@ def test_sort_key_puts_table_releases_in_release_order_then_custom_names_alphabe
 
 
 def test_sort_key_values():
-    assert versions.sort_key("1.9.1") == (0, ((1, 9, 1), (3, 0), 0), "1.9.1")
-    assert versions.sort_key("1.0.0.post4") == (0, ((1, 0, 0), (3, 0), 4), "1.0.0.post4")
-    assert versions.sort_key("2.0.0b1") == (0, ((2, 0, 0), (1, 1), 0), "2.0.0b1")
-    assert versions.sort_key("rc-build") == (1, ((), (), 0), "rc-build")
+    assert versions.sort_key("1.9.1") == (0, ((1, 9, 1), (3, 0), (0, 0)), "1.9.1")
+    assert versions.sort_key("1.0.0.post4") == (0, ((1, 0, 0), (3, 0), (1, 4)), "1.0.0.post4")
+    assert versions.sort_key("2.0.0b1") == (0, ((2, 0, 0), (1, 1), (0, 0)), "2.0.0b1")
+    assert versions.sort_key("rc-build") == (1, ((), (), (0, 0)), "rc-build")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ def parse_release(text):
 
     The tuple is ``(numbers, pre, post)``: numbers padded to three parts, ``pre``
     a pair that sorts release candidates before the final release, ``post`` the
-    post-release number (0 when absent). Raises ValueError on anything else.
+    post-release ``(1, n)``, ``(0, 0)`` when absent (so 1.1.0 < 1.1.0.post0). Raises ValueError on anything else.
     """
     m = _RELEASE.match(str(text))
     if not m:
@@ -38,7 +38,7 @@ def parse_release(text):
         pre = (-1, int(m.group("dev") or 0))
     else:
         pre = (3, 0)
-    post = int(m.group("post") or 0) if m.group("post") is not None else 0
+    post = (1, int(m.group("post") or 0)) if m.group("post") is not None else (0, 0)  # 1.1.0 < 1.1.0.post0
     return (nums, pre, post)
 
 
@@ -92,4 +92,4 @@ def sort_key(name):
     try:
         return (0, release_key(name), name)
     except ValueError:
-        return (1, ((), (), 0), name)
+        return (1, ((), (), (0, 0)), name)

@@ -62,3 +62,9 @@ def test_direction_of_table_and_custom_releases():
     assert direction("1.9.1", "2.0.0b1") == "backward"
     assert direction("rc-build", "1.9.1") == "unknown"
     assert direction("1.9.1", "rc-build") == "unknown"
+
+
+def test_a_post_release_comes_after_its_release():
+    assert release_key("1.1.0") < release_key("1.1.0.post0") < release_key("1.1.0.post1")
+    assert direction("1.8.0", "1.8.0.post0") == "backward"
+    assert same_release("1.8.0.post0", "1.8.0")  # mx.__version__ drops the suffix
