@@ -207,6 +207,21 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     assert [manifest["steps"][f"train:{r}"]["status"] for r in (OLDEST, NEWEST)] == ["cached", "cached"]
 
 
+def test_load_alone_reloads_what_the_shared_store_holds_on_a_worker(dask_run, cluster):
+    """A reload-only run on the cluster: no train step, the stored releases found in the S3 store."""
+    args = ["run", "--runs-dir", str(cluster["runs"]), "--load", NEWEST, "--store", f"s3://{BUCKET}/m"]
+    args += ["--run-id", "load-only", "--executor", "dask", "--scheduler", cluster["address"]]
+    proc = run_cli(*args, home=cluster["home"], env=cli_env(cluster), timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"reloading what the store holds of 2 release(s): {OLDEST}, {NEWEST}" in proc.stdout
+    manifest = json.loads((cluster["runs"] / "load-only" / "run.json").read_text())
+    assert manifest["order"] == [f"reload:{NEWEST}", "summary"]
+    records = read_records(cluster["runs"] / "load-only")
+    assert len(records) == 24
+    expected = {k: v for k, v in comparable(dask_run["records"]).items() if k[3] == NEWEST}
+    assert comparable(records) == expected
+
+
 def test_dask_executor_refuses_what_it_cannot_do(kit_home, built_envs, tmp_path):
     on_dask = ("run", "--save", OLDEST, "--executor", "dask")
     unreachable = ("--scheduler", "tcp://127.0.0.1:9")
