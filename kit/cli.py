@@ -386,7 +386,13 @@ def _report(outcome):
     metavar="RELEASE",
     help="The release whose outputs are the reference (--reference-version: the old name).",
 )
-@click.option("--load", "load", required=True, metavar="V,...", help="Releases to reload the checkpoint in.")
+@click.option(
+    "--load",
+    "load",
+    required=True,
+    metavar="V,...",
+    help="Releases to reload the checkpoint in: " + SELECTION_HELP + ".",
+)
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
 @click.option("--image", metavar="FILE", help="An image file as the input, decoded by MXNet, see --preprocess.")
@@ -435,13 +441,13 @@ def check_model_cmd(
       mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
           --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
     """
-    from kit import check_model, matrix, request
+    from kit import check_model, matrix, request, selection
     from kit.home import KitHome
     from kit.store import open_store
 
     home = KitHome()
     parsed = [check_model.parse_input(i) for i in inputs]
-    loads = _csv(load)
+    loads = selection.expand(load, EnvManager(home), flag="--load")
     req = request.RunRequest(
         save=[reference_version],
         load=loads,
