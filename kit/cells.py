@@ -16,6 +16,7 @@ class Cell:
     api: str
     saved: str
     loaded: str
+    archived: str | None = None  # a replaced weights version: SAVED@<model_version>-<param_version>
 
     @classmethod
     def parse(cls, text: str) -> Cell:
@@ -24,7 +25,8 @@ class Cell:
             raise UsageError(
                 f"--cell must be MODEL/API/SAVED/LOADED, got {text!r}", hint="e.g. lenet/export/1.0.0.post4/1.9.1"
             )
-        cell = cls(*parts)
+        saved, _, archived = parts[2].partition("@")
+        cell = cls(parts[0], parts[1], saved, parts[3], archived or None)
         if cell.api not in LOAD_APIS:
             raise UsageError(f"unknown API {cell.api!r}", hint="known: " + ", ".join(LOAD_APIS))
         if cell.model not in MODEL_NAMES and not SAFE_NAME.match(cell.model):
@@ -32,12 +34,15 @@ class Cell:
         for release in (cell.saved, cell.loaded):
             if not SAFE_NAME.match(release):
                 raise UsageError(f"invalid release name {release!r} in --cell")
+        if cell.archived is not None and not SAFE_NAME.match(cell.archived):
+            raise UsageError(f"invalid weights version {cell.archived!r} in --cell (SAVED@MODELVERSION-PARAMVERSION)")
         return cell
 
     def __str__(self) -> str:
-        return f"{self.model}/{self.api}/{self.saved}/{self.loaded}"
+        saved = self.saved + (f"@{self.archived}" if self.archived else "")
+        return f"{self.model}/{self.api}/{saved}/{self.loaded}"
 
     @property
     def slug(self) -> str:
         """A file name for the cell (the record file's stem)."""
-        return artifacts.cell_stem(self.saved, self.model, self.api, self.loaded)
+        return artifacts.cell_stem(self.saved, self.model, self.api, self.loaded, self.archived)

@@ -255,6 +255,13 @@ def _csv(value):
 )
 @click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
 @click.option(
+    "--versions",
+    type=click.Choice(["current", "all"]),
+    default="current",
+    show_default=True,
+    help="all: also reload every replaced weights version the store keeps (.versions/), each a cell of its own.",
+)
+@click.option(
     "--allow-list",
     metavar="FILE",
     help="Known incompatibilities (YAML/JSON list of cell: MODEL/API/SAVED/LOADED glob, reason, expires).",
@@ -288,6 +295,7 @@ def run_cmd(
     store,
     tolerance,
     retrain,
+    versions,
     allow_list,
     resume_id,
     runs_dir,
@@ -333,6 +341,7 @@ def run_cmd(
             forward=forward,
             tolerance=request.parse_tolerance(tolerance),
             retrain=retrain,
+            versions=versions,
             allow_list=allow_list,
             store=store,
         )
@@ -631,15 +640,20 @@ _endpoint = click.option("--endpoint-url", metavar="URL", help="S3-compatible en
 @_endpoint
 @handle_errors
 def store_ls(location, versions, endpoint_url):
-    """List the artifacts of LOCATION (default: the kit home's store)."""
+    """List the artifacts of LOCATION (default: the kit home's store), each with its last check.
+
+    A replaced version is named by its identity (model version and param version, a hash of its
+    weights) and reloaded by `mxcompat run --versions all`."""
     from kit import store as store_mod
 
     st = store_mod.open_store(location, endpoint_url=endpoint_url)
+    checks = store_mod.read_checks(st)
     rows = []
     for ref in st.refs():
         if ref.version is not None and not versions:
             continue
         m = st.manifest(ref)
+        last = sorted(checks.get(ref.rel, {}).items(), key=lambda kv: kv[1].get("checked_at") or "")
         rows.append(
             [
                 ref.release,
@@ -650,12 +664,14 @@ def store_ls(location, versions, endpoint_url):
                 m.get("param_version"),
                 ref.version or "current",
                 len(m.get("files", {})),
+                f"{last[-1][1].get('checked_at')} in {last[-1][0]}: {last[-1][1].get('verdict')}" if last else "never",
             ]
         )
     if not rows:
         click.echo(f"no artifacts in {st.url}")
         return
-    click.echo(format_table(["release", "model", "api", "status", "model_v", "param_v", "version", "files"], rows))
+    columns = ["release", "model", "api", "status", "model_v", "param_v", "version", "files", "last checked"]
+    click.echo(format_table(columns, rows))
 
 
 @store.command("verify")

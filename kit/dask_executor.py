@@ -91,7 +91,7 @@ class DaskExecutor:
         """(release, model, api) of every current artifact in the shared store."""
         return {(r.release, r.model, r.api) for r in self._remote().refs() if r.version is None}
 
-    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None) -> None:
+    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
         """Nothing to do here: workers pull and push themselves."""
 
     def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:

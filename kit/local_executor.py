@@ -39,13 +39,16 @@ class LocalExecutor:
         refs = self.store.refs() + (self.working_copy.refs() if self.store.remote else [])
         return {(r.release, r.model, r.api) for r in refs if r.version is None}
 
-    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None) -> None:
-        """Pull the artifacts of ``releases`` (of ``models`` and ``apis``; None: all) from a remote store."""
+    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
+        """Pull the artifacts of ``releases`` (of ``models`` and ``apis``; None: all; ``versions``: the replaced
+        versions too) from a remote store."""
         from kit import store as store_mod
 
         self.releases, self.models, self.apis = releases, models, apis
         if self.store.remote:
-            counts = store_mod.pull(self.store, self.working_copy, releases=releases, models=models, apis=apis)
+            counts = store_mod.pull(
+                self.store, self.working_copy, releases=releases, models=models, apis=apis, versions=versions
+            )
             self.on_event(
                 f"pulled {counts['downloaded']} artifact(s) from {self.store.url} ({counts['unchanged']} up to date)"
             )

@@ -17,7 +17,7 @@ from typing import Callable
 import kit
 from kit import kernelspecs, reports
 from kit.common.record_schema import cell_id, now, verdict_counts
-from kit.common.errors import UsageError
+from kit.common.errors import KitError, UsageError
 from kit.envs import EnvManager
 from kit.executors import executor_class, get_executor
 from kit.home import KitHome
@@ -190,7 +190,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
     started = time.monotonic()
     models, apis = (req.models or None, req.apis or None) if req.reload_only else req.cells
-    executor.prepare(req.save, models, apis)  # a remote store is pulled here
+    executor.prepare(req.save, models, apis, versions=req.versions == "all")  # a remote store is pulled here
     held = req.held_releases(executor.holdings())
     for wave in waves(steps):
         todo = [s for s in wave if manifest["steps"][s.id]["status"] not in FINISHED]
@@ -205,7 +205,18 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     outcome = _write_reports(run, req, manifest)
     manifest.update(finished_at=now(), exit_code=outcome.exit_code, counts=outcome.counts)
     run.write_manifest(manifest)
+    _log_checks(req, run, how)
     return outcome
+
+
+def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
+    """The store's check log learns this run's verdicts (``store ls`` shows when each version was checked)."""
+    from kit import store as store_mod
+
+    try:
+        store_mod.record_checks(store_mod.open_store(req.store, home=how.home), load_records(run.dir), run.id)
+    except KitError as e:  # the verdicts are in the run folder; only the store's log missed them
+        how.on_event(f"warning: the store's check log was not updated: {e}")
 
 
 def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:

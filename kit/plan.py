@@ -54,6 +54,8 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             "tolerance": req.tolerance,
             "forward": req.forward,
         }
+        if req.versions != "current":  # the notebook's default; old runs' manifests have no such parameter
+            parameters["versions"] = req.versions
         trained = [f"train:{s}" for s in sources if not req.reload_only]
         steps.append(release_step("reload", release, run, parameters, trained))
     if not any(s.kind == "reload" for s in steps):

@@ -182,7 +182,10 @@ def run_remote(task: dict) -> dict:
     pulled = 0
     if mirror is not remote:
         sources = [release] if kind == "train" else params["saved_with"]
-        pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis)["downloaded"]
+        every = params.get("versions") == "all"
+        pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis, versions=every)[
+            "downloaded"
+        ]
     local = dict(
         step,
         parameters=params,

@@ -31,6 +31,7 @@ class RunRequest:
     store: str | None = None
     foreign: bool = False  # the model is a checkpoint the kit did not train (mxcompat check-model)
     reload_only: bool = False  # no --save: the saving releases are those the store holds; nothing trains
+    versions: str = "current"  # "all": also reload every replaced weights version kept in the store
 
     def to_dict(self) -> dict:
         return asdict(self)

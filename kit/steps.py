@@ -175,7 +175,7 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     doing = "inferring" if info["phase"] == "infer" else "loading"
     message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
     cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
-    rec = record_schema.new_record(*cell, info["artifact"])
+    rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))
     rec.update(
         verdict=verdict,
         reason=message,
@@ -185,7 +185,7 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
         loaded_fingerprint=None,
         checked_at=record_schema.now(),
     )
-    artifacts.write_json_atomic(str(records / artifacts.record_name(*cell)), rec)
+    artifacts.write_json_atomic(str(records / artifacts.record_name(*cell, info.get("archived"))), rec)
     marker.unlink()
     output = Path(step["output"])
     if output.exists():  # keep the executed notebook of the attempt the kernel died in

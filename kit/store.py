@@ -30,6 +30,7 @@ from kit.home import KitHome
 from kit.common import artifacts
 
 INDEX = "index.json"
+CHECKS = "checks.json"  # when each artifact version was last checked, by which release, with which verdict
 RUNS_PREFIX = ".runs"  # outputs of steps that ran on other machines (the dask executor), per run and attempt
 
 
@@ -358,6 +359,25 @@ class S3Store:
     def working_copy(self, home: KitHome | None = None) -> LocalStore:
         """The local folder that mirrors this store for runs on this machine."""
         return LocalStore((home or KitHome()).root / "s3cache" / self.bucket / (self.prefix or "_root"))
+
+
+def read_checks(store) -> dict:
+    """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log."""
+    try:
+        return json.loads(store.read_blob(CHECKS))
+    except (KitError, OSError, ValueError):
+        return {}
+
+
+def record_checks(store, records: list[dict], run_id: str) -> int:
+    """Add a run's verdicts to the store's check log (the newest check per artifact version and release)."""
+    checks = read_checks(store)
+    for rec in records:
+        ref = Ref(rec["saved_with"], rec["model"], rec["api"], rec.get("archived"))
+        entry = {"checked_at": rec.get("checked_at"), "verdict": rec["verdict"], "run": run_id}
+        checks.setdefault(ref.rel, {})[rec["loaded_with"]] = entry
+    store.write_blob(CHECKS, json.dumps(checks, indent=1, sort_keys=True).encode())
+    return len(records)
 
 
 def build_index(store) -> dict:

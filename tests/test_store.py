@@ -202,3 +202,42 @@ def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(b
     assert manifest["request"]["store"] == url
     text = "".join(p.read_text() for p in (runs / "puller").rglob("*.ipynb"))
     assert "testing" not in text  # credentials never reach the executed notebooks
+
+
+@pytest.mark.envs
+def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained_store, kit_home, tmp_path):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
+    old_pv = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest["param_version"]
+    run_notebook(
+        NOTEBOOKS / "train.ipynb",
+        tmp_path / "retrain.ipynb",
+        f"mxnet-{NEWEST}",
+        {"release": NEWEST, "store": str(store), "models": ["mlp"], "apis": ["export"], "seed": 7, "retrain": True},
+        home=KitHome(kit_home),
+    )
+    new_pv = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest["param_version"]
+    args = ["run", "--save", NEWEST, "--models", "mlp", "--apis", "export", "--store", str(store)]
+    args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "all", "--versions", "all"]
+    proc = run_cli(*args, home=kit_home, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = {
+        (r["saved_with"], r["archived"]): r
+        for r in (json.loads(p.read_text()) for p in (tmp_path / "runs" / "all" / "records").glob("[!.]*.json"))
+    }
+    assert set(records) == {(NEWEST, None), (NEWEST, f"1-{old_pv}")}
+    assert records[(NEWEST, None)]["param_version"] == new_pv
+    assert records[(NEWEST, f"1-{old_pv}")]["param_version"] == old_pv
+    assert {r["verdict"] for r in records.values()} == {"identical"}
+    csv_text = (tmp_path / "runs" / "all" / "records.csv").read_text()
+    assert (
+        f"mlp,export,{NEWEST}," in csv_text
+        and (tmp_path / "runs" / "all" / "records")
+        .joinpath(f"{NEWEST}__mlp__export__{NEWEST}__v1-{old_pv}.json")
+        .is_file()
+    )
+    listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
+    kept = next(line for line in listing.splitlines() if f"1-{old_pv}" in line)
+    assert f"in {NEWEST}: identical" in kept and "never" not in kept

@@ -21,14 +21,19 @@ SCHEMA = 1
 INFLIGHT = ".inflight-%s.json"  # in a records folder: the artifact a kernel of that release is working on
 
 
-def cell_stem(saved, model, api, loaded):
-    """The name of one (artifact, loading release) cell in file names: its record, its investigation."""
-    return "%s__%s__%s__%s" % (saved, model, api, loaded)
+def cell_stem(saved, model, api, loaded, archived=None):
+    """The name of one (artifact, loading release) cell in file names: its record, its investigation.
+
+    ``archived``: the identity (``<model_version>-<param_version>``) of a replaced version kept under
+    ``.versions/``, a cell of its own.
+    """
+    stem = "%s__%s__%s__%s" % (saved, model, api, loaded)
+    return stem + ("__v" + archived if archived else "")
 
 
-def record_name(saved, model, api, loaded):
+def record_name(saved, model, api, loaded, archived=None):
     """The file name of one (artifact, loading release) record."""
-    return cell_stem(saved, model, api, loaded) + ".json"
+    return cell_stem(saved, model, api, loaded, archived) + ".json"
 
 
 def param_stats(array):

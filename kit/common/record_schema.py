@@ -16,8 +16,12 @@ def now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def new_record(saved_with, model, api, loaded_with, artifact):
-    """A record with every field present and nothing known yet but the cell and its direction."""
+def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
+    """A record with every field present and nothing known yet but the cell and its direction.
+
+    ``archived``: the identity of a replaced artifact version (kept under ``.versions/``), None for the
+    current artifact.
+    """
     return {
         "schema": SCHEMA,
         "saved_with": saved_with,
@@ -26,6 +30,7 @@ def new_record(saved_with, model, api, loaded_with, artifact):
         "loaded_with": loaded_with,
         "direction": direction(saved_with, loaded_with),
         "artifact": artifact,
+        "archived": archived,
         "model_version": None,
         "param_version": None,
         "verdict": None,
@@ -42,8 +47,10 @@ def new_record(saved_with, model, api, loaded_with, artifact):
 
 
 def cell_id(rec):
-    """``model/api/saved_with/loaded_with``: how a cell is named in reports and allow-lists."""
-    return "%s/%s/%s/%s" % (rec["model"], rec["api"], rec["saved_with"], rec["loaded_with"])
+    """``model/api/saved_with/loaded_with``: how a cell is named in reports and allow-lists; an archived
+    version's saving release carries its identity, ``saved_with@<model_version>-<param_version>``."""
+    saved = rec["saved_with"] + ("@" + rec["archived"] if rec.get("archived") else "")
+    return "%s/%s/%s/%s" % (rec["model"], rec["api"], saved, rec["loaded_with"])
 
 
 SUMMARY_FIELDS = ("max_abs", "max_rel", "ulp_max", "frac_out_of_tolerance", "top1_agreement", "cosine_min")

@@ -14,41 +14,51 @@ from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, sort_key
 
 
-def find_artifacts(store, saved_with=None, models=None, apis=None):
-    """Artifact folders ``(release, model, api, path)`` in ``store``, filtered, sorted by release."""
+def _dirs(path):
+    return sorted(n for n in os.listdir(path) if not n.startswith(".") and os.path.isdir(os.path.join(path, n)))
+
+
+def find_artifacts(store, saved_with=None, models=None, apis=None, versions="current"):
+    """Artifact folders ``(release, model, api, path, archived)`` in ``store``, filtered, sorted by release.
+
+    ``archived`` is None for a current artifact; with ``versions="all"`` the replaced versions kept under
+    ``.versions/`` come too, each with its identity (``<model_version>-<param_version>``).
+    """
     found = []
-    if not os.path.isdir(store):
-        return found
-    for release in os.listdir(store):
-        rdir = os.path.join(store, release)
-        if release.startswith(".") or not os.path.isdir(rdir) or (saved_with and release not in saved_with):
+    roots = [(store, False)] + ([(os.path.join(store, artifacts.VERSIONS), True)] if versions == "all" else [])
+    for root, archive in roots:
+        if not os.path.isdir(root):
             continue
-        for model in sorted(os.listdir(rdir)):
-            if model.startswith(".") or (models and model not in models):
+        for release in _dirs(root):
+            if saved_with and release not in saved_with:
                 continue
-            mdir = os.path.join(rdir, model)
-            if not os.path.isdir(mdir):
-                continue
-            for api in sorted(os.listdir(mdir)):
-                if api.startswith(".") or (apis and api not in apis):
+            for model in _dirs(os.path.join(root, release)):
+                if models and model not in models:
                     continue
-                if os.path.isdir(os.path.join(mdir, api)):
-                    found.append((release, model, api, os.path.join(mdir, api)))
-    return sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2]))
+                for api in _dirs(os.path.join(root, release, model)):
+                    if apis and api not in apis:
+                        continue
+                    path = os.path.join(root, release, model, api)
+                    if not archive:
+                        found.append((release, model, api, path, None))
+                        continue
+                    for ident in _dirs(path):
+                        found.append((release, model, api, os.path.join(path, ident), ident))
+    return sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
 
 
 def _excerpt(tb, lines=12):
     return "\n".join(tb.strip().splitlines()[-lines:])
 
 
-def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None):
+def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, archived=None):
     """Load one artifact in this kernel's release and compare it with its reference: the record.
 
     ``phase(name)`` is told when loading and inference start, so that a kernel that
     dies on this artifact can be told apart by the host.
     """
     phase = phase or (lambda name: None)
-    rec = record_schema.new_record(saved, model, api, loaded, path)
+    rec = record_schema.new_record(saved, model, api, loaded, path, archived)
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -137,7 +147,7 @@ class InFlight(object):
     host records that artifact as ``load-error``/``infer-error`` with "kernel died".
     """
 
-    def __init__(self, records_dir, release, saved, model, api, path):
+    def __init__(self, records_dir, release, saved, model, api, path, archived=None):
         self.path = os.path.join(records_dir, artifacts.INFLIGHT % release)
         self.info = {
             "saved_with": saved,
@@ -145,6 +155,7 @@ class InFlight(object):
             "api": api,
             "loaded_with": release,
             "artifact": path,
+            "archived": archived,
             "phase": "start",
         }
 
@@ -219,20 +230,22 @@ def reload_all(
     forward=False,
     log=None,
     skip_recorded=False,
+    versions="current",
 ):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
     Backward and same-release artifacts always; forward ones (saved by newer
     releases) only when ``forward``. Raises when nothing matched: a check that
     compared nothing must never look like a pass. ``skip_recorded`` keeps the records
-    already written (a restart after the kernel died on an artifact).
+    already written (a restart after the kernel died on an artifact). ``versions="all"`` also checks
+    every replaced version kept under ``.versions/``, each a cell of its own.
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
         models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
-    found = find_artifacts(store, saved_with, models, apis)
+    found = find_artifacts(store, saved_with, models, apis, versions)
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
     for name, value, known in (
         ("models", models, set(zoo.MODELS) | in_store),
@@ -253,14 +266,14 @@ def reload_all(
         os.makedirs(records_dir)
     env = fingerprint(release)
     records = []
-    for i, (saved, model, api, path) in enumerate(todo):
-        record_path = os.path.join(records_dir, artifacts.record_name(saved, model, api, release))
+    for i, (saved, model, api, path, archived) in enumerate(todo):
+        record_path = os.path.join(records_dir, artifacts.record_name(saved, model, api, release, archived))
         if skip_recorded and os.path.exists(record_path):
             records.append(artifacts.read_json(record_path))
             continue
         started = time.time()
-        with InFlight(records_dir, release, saved, model, api, path) as inflight:
-            rec = check_artifact(release, saved, model, api, path, tolerance_overrides, inflight.phase)
+        with InFlight(records_dir, release, saved, model, api, path, archived) as inflight:
+            rec = check_artifact(release, saved, model, api, path, tolerance_overrides, inflight.phase, archived)
         rec["loaded_fingerprint"] = env
         rec["seconds"] = round(time.time() - started, 4)
         rec["checked_at"] = record_schema.now()
@@ -274,7 +287,7 @@ def reload_all(
             % (
                 i + 1,
                 len(todo),
-                saved,
+                saved + ("@" + archived if archived else ""),
                 model,
                 api,
                 release,
