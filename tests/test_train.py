@@ -95,6 +95,9 @@ def test_references_have_the_right_shapes_and_match_memory(trained_store, releas
             expected_cases = {"batch", "zeros", "large"} | (
                 {"negative"} if m["inputs"][0]["kind"] == "float" else set()
             )
+            if m["inputs"][0]["kind"] != "pixels_single":
+                expected_cases.add("batch_of_one")  # the inference-only deployment, at batch size 1
+                assert ref["batch_of_one"]["output"][0].shape[0] == 1
             assert set(ref) == expected_cases
             out = ref["batch"]["output"][0]
             assert out.shape == (8, N_CLASSES.get(model, 4)) and out.dtype == np.float32

@@ -15,9 +15,11 @@ def reference_cases(input_specs, heldout):
 
     ``heldout`` is a dict of input name to held-out samples (never trained on).
     Cases: ``batch`` (real samples), ``zeros``, ``large`` (magnitudes x1000, the
-    largest token id, or white pixels) and ``negative`` (float inputs only).
+    largest token id, or white pixels), ``negative`` (float inputs only) and
+    ``batch_of_one`` (the first real sample alone: the inference-only deployment, bound
+    at batch size 1; models with a batch axis only).
     """
-    cases = OrderedDict((name, {}) for name in ("batch", "zeros", "large", "negative"))
+    cases = OrderedDict((name, {}) for name in ("batch", "zeros", "large", "negative", "batch_of_one"))
     for spec in input_specs:
         x = heldout[spec.name]
         single = spec.kind == "pixels_single"  # one image per call, no batch axis
@@ -32,6 +34,8 @@ def reference_cases(input_specs, heldout):
             cases["large"][spec.name] = np.full_like(edge, spec.vocab - 1)
         else:
             cases["large"][spec.name] = np.full_like(edge, 255)
+        if not single:
+            cases["batch_of_one"][spec.name] = x[:1]
     return OrderedDict((k, v) for k, v in cases.items() if len(v) == len(input_specs))
 
 
@@ -40,4 +44,5 @@ CASE_NOTES = {
     "zeros": "all zeros",
     "large": "float inputs x1000; token inputs at the largest id; pixels at 255",
     "negative": "minus the absolute value of held-out samples (float inputs only)",
+    "batch_of_one": "the first held-out sample alone, bound at batch size 1 (inputs with a batch axis only)",
 }
