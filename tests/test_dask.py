@@ -108,8 +108,8 @@ def test_matrix_runs_on_two_workers_through_the_store(dask_run, cluster):
     manifest = json.loads((d / "run.json").read_text())
     assert manifest["executor"] == "dask"
     assert [manifest["steps"][i]["status"] for i in manifest["order"]] == ["ok"] * 5
-    # 2 releases x 3 models x 4 APIs saved; the newest reloads both, the oldest its own
-    assert len(dask_run["records"]) == 36
+    # 2 releases x 3 models x (4 APIs + c_predict); the newest reloads both, the oldest its own
+    assert len(dask_run["records"]) == 45
     for rel in (
         f"train/mxnet-{OLDEST}.ipynb",
         f"reload/mxnet-{NEWEST}.ipynb",
@@ -188,7 +188,7 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     records = read_records(cluster["runs"] / "killed")
     assert comparable(records) == comparable(dask_run["records"])  # nothing lost, nothing twice
     names = [p.name for p in (cluster["runs"] / "killed" / "records").iterdir()]
-    assert len(names) == len(set(names)) == 36
+    assert len(names) == len(set(names)) == 45
     from kit import store as store_mod
 
     os.environ.update(cluster["s3"]["env"])
@@ -217,7 +217,7 @@ def test_load_alone_reloads_what_the_shared_store_holds_on_a_worker(dask_run, cl
     manifest = json.loads((cluster["runs"] / "load-only" / "run.json").read_text())
     assert manifest["order"] == [f"reload:{NEWEST}", "summary"]
     records = read_records(cluster["runs"] / "load-only")
-    assert len(records) == 24
+    assert len(records) == 30
     expected = {k: v for k, v in comparable(dask_run["records"]).items() if k[3] == NEWEST}
     assert comparable(records) == expected
 

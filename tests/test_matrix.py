@@ -69,8 +69,8 @@ def test_run_folder_holds_every_piece_of_evidence(first_run):
     assert [manifest["steps"][i]["status"] for i in manifest["order"]] == ["ok"] * 5
     assert manifest["request"]["save"] == [OLDEST, NEWEST]
     records = read_records(d)
-    # newest reloads 2 x 28 cells, oldest only its own 28 (no --forward)
-    assert len(records) == 84
+    # newest reloads 2 x (28 + 7 c_predict) cells, oldest only its own 35 (no --forward)
+    assert len(records) == 105
     assert {r["direction"] for r in records.values()} == {"backward", "same"}
     assert "[5/5] " in proc.stdout and "backward: close" in proc.stdout
 
@@ -78,12 +78,12 @@ def test_run_folder_holds_every_piece_of_evidence(first_run):
 def test_records_table_junit_and_markdown_agree(first_run):
     d = first_run["dir"]
     lines = (d / "records.csv").read_text().splitlines()
-    assert lines[0].startswith("saved_with,model,api,loaded_with,direction,verdict") and len(lines) == 85
+    assert lines[0].startswith("saved_with,model,api,loaded_with,direction,verdict") and len(lines) == 106
     suites = ET.parse(d / "junit.xml").getroot().findall("testsuite")
     assert sorted(s.get("name") for s in suites) == sorted(
-        ["export", "module_checkpoint", "save_params", "save_parameters"]
+        ["c_predict", "export", "module_checkpoint", "save_params", "save_parameters"]
     )
-    assert sum(int(s.get("tests")) for s in suites) == 84
+    assert sum(int(s.get("tests")) for s in suites) == 105
     assert sum(int(s.get("failures")) for s in suites) == 0
     md = (d / "summary.md").read_text()
     assert "exit code: 0 (compatible)" in md and "| backward | close |" in md

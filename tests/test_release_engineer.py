@@ -57,7 +57,7 @@ def test_load_only_checks_every_stored_release_without_building_another_environm
     assert manifest["order"] == [f"reload:{CANDIDATE}", "summary"]  # nothing trains
     assert manifest["request"]["save"] == [OLDEST, NEWEST] and manifest["request"]["reload_only"]
     records = read_records(runs / "rc")
-    assert len(records) == 2 * len(MODELS) * 4
+    assert len(records) == 2 * len(MODELS) * 5  # 4 APIs and c_predict
     assert {(s, m) for s, m, _, _ in records} == {(r, m) for r in (OLDEST, NEWEST) for m in MODELS}
     verdicts = {k: r["verdict"] for k, r in records.items()}
     assert set(verdicts.values()) <= {"identical", "close", "unsupported"}, verdicts

@@ -118,7 +118,7 @@ def test_a_dying_kernel_loses_no_record(trained_store, kit_home, tmp_path, fault
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "kernel(s) died and were restarted" in proc.stdout
     records = read_records(runs / "dies")
-    assert len(records) == 16  # 2 saving releases x 2 models x 4 APIs, every one present
+    assert len(records) == 20  # 2 saving releases x 2 models x (4 APIs + c_predict), every one present
     model, api = fault.split(":")[1].split("/")
     for saved in (OLDEST, NEWEST):
         rec = records[(saved, model, api, NEWEST)]
@@ -163,7 +163,7 @@ def test_ctrl_c_leaves_a_run_that_resume_completes(trained_store, kit_home, tmp_
     resumed = run_cli("run", "--runs-dir", str(runs), "--resume", "ctrlc", home=kit_home, timeout=900)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     records = read_records(runs / "ctrlc")
-    assert len(records) == 84 and len({json.dumps(k) for k in records}) == 84
+    assert len(records) == 105 and len({json.dumps(k) for k in records}) == 105
 
 
 @pytest.mark.envs

@@ -16,7 +16,7 @@ PASS = {"identical", "close"}
 
 def test_old_artifacts_load_in_the_newest_release(reloaded, trained_store):
     records = reloaded[NEWEST]["records"]
-    backward = {k: r for k, r in records.items() if r["saved_with"] == OLDEST}
+    backward = {k: r for k, r in records.items() if r["saved_with"] == OLDEST and r["api"] != "c_predict"}
     assert len(backward) == 28  # 7 models x 4 APIs, every one accounted for
     saved = {k for k, r in backward.items() if r["verdict"] != "unsupported"}
     assert len(saved) == 14
@@ -31,13 +31,32 @@ def test_old_artifacts_load_in_the_newest_release(reloaded, trained_store):
 
 def test_noise_floor_is_identical(reloaded):
     same = [r for r in reloaded[NEWEST]["records"].values() if r["saved_with"] == NEWEST]
-    assert len(same) == 28
+    assert len(same) == 28 + 7  # and each model's c_predict cell
     for rec in same:
         assert rec["direction"] == "same" and rec["noise_floor"] is True
         assert rec["verdict"] in ("identical", "unsupported"), (rec["model"], rec["api"], rec["reason"])
         assert rec["nondeterministic"] is False
     oldest_same = [r for r in reloaded[OLDEST]["records"].values() if r["saved_with"] == OLDEST]
     assert {r["verdict"] for r in oldest_same} == {"identical", "unsupported"}
+
+
+def test_the_c_predict_api_agrees_with_the_module_checkpoint_it_loads(reloaded):
+    """lenet and resnet_bn through MXPredCreate in 1.0.0.post4 and 1.9.1: the verdict of the Module path."""
+    for loaded in (OLDEST, NEWEST):
+        records = reloaded[loaded]["records"]
+        for saved in (OLDEST, NEWEST) if loaded == NEWEST else (OLDEST,):
+            for model in ("lenet", "resnet_bn", "symbolic"):
+                c_pred = records[(saved, model, "c_predict", loaded)]
+                module = records[(saved, model, "module_checkpoint", loaded)]
+                assert c_pred["source_api"] == "module_checkpoint" and c_pred["artifact"] == module["artifact"]
+                assert c_pred["load_path"] == "MXPredCreate (C predict API, ctypes)"
+                assert c_pred["verdict"] == module["verdict"] and c_pred["verdict"] in PASS, (saved, model, loaded)
+                assert set(c_pred["cases"]) == set(module["cases"]) and "batch_of_one" in c_pred["cases"]
+                if saved == loaded:
+                    assert c_pred["verdict"] == "identical"
+        e2e = records.get((NEWEST, "e2e", "c_predict", loaded))
+        if e2e is not None:  # uint8 pixels: the C predict API feeds float32 only
+            assert e2e["verdict"] == "unsupported" and "float32 inputs only" in e2e["reason"]
 
 
 def test_forward_direction_captures_the_real_errors(reloaded):

@@ -197,7 +197,7 @@ def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(b
     assert "pulled 24 artifact(s)" in second.stdout and f"train:{OLDEST}: cached" in second.stdout
     a, b = read_records(runs / "pusher"), read_records(runs / "puller")
     assert {k: r["verdict"] for k, r in a.items()} == {k: r["verdict"] for k, r in b.items()}
-    assert len(a) == 36
+    assert len(a) == 45
     manifest = json.loads((runs / "puller" / "run.json").read_text())
     assert manifest["request"]["store"] == url
     text = "".join(p.read_text() for p in (runs / "puller").rglob("*.ipynb"))

@@ -11,8 +11,13 @@ from kit.common.versions import at_least
 APIS = ("export", "save_parameters", "save_params", "module_checkpoint")
 #: the load path of a checkpoint the kit did not train (``mxcompat check-model``): loaded, never saved by the kit
 FOREIGN_API = "checkpoint"
-#: every API an artifact in a store can have
-LOAD_APIS = APIS + (FOREIGN_API,)
+#: MXNet's C predict API (MXPredCreate, the ABI under the C++, Java/Scala and mobile predictors): a load path of
+#: the export and Module checkpoint artifacts, a column of its own beside the save APIs
+C_PREDICT_API = "c_predict"
+#: what the C predict API loads, in order of preference
+C_PREDICT_SOURCES = ("module_checkpoint", "export")
+#: every API a record can have
+LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API)
 
 #: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
@@ -43,12 +48,14 @@ _API_SINCE = {
     "save_parameters": ("1.2.0", "Block.save_parameters/load_parameters arrived in MXNet 1.2"),
     "save_params": ("0.11.0", None),
     "module_checkpoint": ("0.11.0", None),
+    C_PREDICT_API: ("0.11.0", None),
 }
 
 # api -> (the release that removed it, why)
 _API_REMOVED = {
     "save_params": (GLUON2, "Block.save_params/load_params were removed in MXNet 2.0"),
     "module_checkpoint": (GLUON2, "the Module API (mx.mod) was removed in MXNet 2.0"),
+    C_PREDICT_API: (GLUON2, "MXNet 2.0 does not build the C predict API (c_predict_api.h: MXPredCreate ...)"),
 }
 
 # api -> [(first release, load path)], newest last: how a release loads an artifact saved with ``api``
@@ -58,6 +65,7 @@ _LOAD_PATHS = {
     "save_params": [("0.11.0", "model code + load_params")],
     "module_checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
     "checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock + load_dict")],
+    C_PREDICT_API: [("0.11.0", "MXPredCreate (C predict API, ctypes)")],
 }
 
 #: what a user tries first in 2.0 before the migration path (recorded verbatim when it fails)

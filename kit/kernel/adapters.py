@@ -14,7 +14,16 @@ from mxnet import gluon
 from kit.common import verdicts
 from kit.kernel import mxapi
 from kit.kernel.internals import GraphUnavailable  # noqa: F401 - callers catch adapters.GraphUnavailable
-from kit.common.capabilities import FOREIGN_API, LOAD_APIS, NAIVE_LOAD_PATHS, has_api, has_feature, load_path
+from kit.common.capabilities import (
+    C_PREDICT_API,
+    C_PREDICT_SOURCES,
+    FOREIGN_API,
+    LOAD_APIS,
+    NAIVE_LOAD_PATHS,
+    has_api,
+    has_feature,
+    load_path,
+)
 from kit.kernel.training import gluon_input, module_predict
 
 PREFIX = "model"
@@ -293,6 +302,71 @@ class CheckpointAdapter(Adapter):
         from kit.kernel import foreign
 
         return foreign.load(folder, manifest)
+
+
+@register
+class CPredictAdapter(Adapter):
+    """MXNet's C predict API (``kit.kernel.c_predict``) on an exported or Module checkpoint artifact's files:
+    what the C++, Java/Scala and mobile predictors load. Nothing is saved through it."""
+
+    name = C_PREDICT_API
+
+    def supports(self, release, spec):
+        return False, "c_predict is a load path of the %s artifacts" % " and ".join(C_PREDICT_SOURCES)
+
+    def load_support(self, release, spec):
+        from kit.kernel import c_predict
+
+        ok, reason = has_api(release, self.name)
+        if ok:
+            ok, reason = c_predict.available()
+        if ok and spec is not None:
+            try:
+                specs = spec.input_specs(release)
+            except Exception:  # noqa: BLE001 - a model this release cannot build: its load says why
+                specs = []
+            other = [i for i in specs if i.dtype != "float32"]
+            if other:
+                ok, reason = (
+                    False,
+                    "the C predict API feeds float32 inputs only; input %r is %s"
+                    % (
+                        other[0].name,
+                        other[0].dtype,
+                    ),
+                )
+        return (load_path(release, self.name)[0], None) if ok else (None, reason)
+
+    def load(self, spec, release, folder, manifest):
+        from collections import OrderedDict
+
+        import numpy as np
+
+        from kit.kernel import c_predict
+
+        symbol_file, param_file = c_predict_files(manifest)
+        with open(os.path.join(folder, symbol_file)) as f:
+            symbol_json = f.read()
+        with open(os.path.join(folder, param_file), "rb") as f:
+            param_bytes = f.read()
+        names = [i["name"] for i in manifest["inputs"]]
+
+        def predict(inputs):
+            feed = OrderedDict((n, np.ascontiguousarray(inputs[n], dtype=np.float32)) for n in names)
+            return c_predict.predict(symbol_json, param_bytes, feed)
+
+        return Predictor(predict, load_path(release, self.name)[0])
+
+    def load_graph(self, spec, release, folder, manifest):
+        return ADAPTERS[manifest["api"]].load_graph(spec, release, folder, manifest)
+
+
+def c_predict_files(manifest):
+    """``(symbol file, params file)`` of an export or Module checkpoint artifact."""
+    info = manifest["load"]
+    if "symbol_file" in info:
+        return info["symbol_file"], info["param_file"]
+    return "%s-symbol.json" % info["prefix"], "%s-%04d.params" % (info["prefix"], info["epoch"])
 
 
 def traced_graph(net, inputs):

@@ -8,7 +8,7 @@ import traceback
 from kit.common.errors import KitError
 from kit.common import artifacts, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, zoo
-from kit.common.capabilities import APIS, MODEL_GROUPS
+from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, sort_key
@@ -47,6 +47,28 @@ def find_artifacts(store, saved_with=None, models=None, apis=None, versions="cur
     return sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
 
 
+def c_predict_cells(found, apis=None):
+    """The C predict API's cells of ``found``: one per saved (release, model, version), on its Module checkpoint
+    when that was saved, else its export (the files C++ predictors load)."""
+    if apis and C_PREDICT_API not in apis and not any(a in apis for a in C_PREDICT_SOURCES):
+        return []
+    sources = {}
+    for saved, model, api, path, archived in found:
+        if api not in C_PREDICT_SOURCES:
+            continue
+        try:
+            status = artifacts.read_json(os.path.join(path, artifacts.MANIFEST)).get("status")
+        except (IOError, OSError, ValueError):
+            status = None
+        rank = (status != "saved", C_PREDICT_SOURCES.index(api))
+        key = (saved, model, archived)
+        if key not in sources or rank < sources[key][0]:
+            sources[key] = (rank, path)
+    return [
+        (s, m, C_PREDICT_API, path, a) for (s, m, a), (_, path) in sorted(sources.items(), key=lambda kv: kv[0][:2])
+    ]
+
+
 def _excerpt(tb, lines=12):
     return "\n".join(tb.strip().splitlines()[-lines:])
 
@@ -70,6 +92,8 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
             "saved_fingerprint": manifest.get("fingerprint"),
         }
     )
+    if api == C_PREDICT_API:
+        rec["source_api"] = manifest.get("api")
     if manifest.get("status") == "unsupported":
         rec.update(verdict=verdicts.UNSUPPORTED, reason="saving release: %s" % manifest.get("reason"))
         return rec
@@ -245,7 +269,14 @@ def reload_all(
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
         models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
-    found = find_artifacts(store, saved_with, models, apis, versions)
+    wanted = list(apis or [])
+    stored = [a for a in wanted if a != C_PREDICT_API]
+    if C_PREDICT_API in wanted:  # its cells come from the artifacts it loads
+        stored += [a for a in C_PREDICT_SOURCES if a not in stored]
+    found = find_artifacts(store, saved_with, models, stored or None, versions)
+    derived = c_predict_cells(found, apis)
+    found = [f for f in found if not wanted or f[2] in wanted]
+    found = sorted(found + derived, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
     for name, value, known in (
         ("models", models, set(zoo.MODELS) | in_store),
