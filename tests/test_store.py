@@ -150,6 +150,7 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
     first = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     old_pv = first.manifest["param_version"]
+    mv = first.manifest["model_version"]
     run_notebook(
         NOTEBOOKS / "train.ipynb",
         tmp_path / "retrain.ipynb",
@@ -167,7 +168,7 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
     current = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     assert current.manifest["param_version"] != old_pv and current.path == store / NEWEST / "mlp" / "export"
     kept = store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
-    assert kept.path == store / ".versions" / NEWEST / "mlp" / "export" / f"1-{old_pv}"
+    assert kept.path == store / ".versions" / NEWEST / "mlp" / "export" / f"{mv}-{old_pv}"
     assert kept.manifest["files"] == first.manifest["files"]
     (kept.path / "model-0000.params").write_bytes(b"tampered")
     with pytest.raises(store_mod.StoreError, match="does not verify"):
@@ -175,7 +176,7 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
     with pytest.raises(store_mod.StoreError, match="versions there"):
         store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version="0" * 16, store=str(store))
     listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
-    assert f"1-{old_pv}" in listing
+    assert f"{mv}-{old_pv}" in listing
 
 
 @pytest.mark.envs
@@ -210,7 +211,8 @@ def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained
 
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
-    old_pv = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest["param_version"]
+    first = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest
+    old_pv, mv = first["param_version"], first["model_version"]
     run_notebook(
         NOTEBOOKS / "train.ipynb",
         tmp_path / "retrain.ipynb",
@@ -227,17 +229,17 @@ def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained
         (r["saved_with"], r["archived"]): r
         for r in (json.loads(p.read_text()) for p in (tmp_path / "runs" / "all" / "records").glob("[!.]*.json"))
     }
-    assert set(records) == {(NEWEST, None), (NEWEST, f"1-{old_pv}")}
+    assert set(records) == {(NEWEST, None), (NEWEST, f"{mv}-{old_pv}")}
     assert records[(NEWEST, None)]["param_version"] == new_pv
-    assert records[(NEWEST, f"1-{old_pv}")]["param_version"] == old_pv
+    assert records[(NEWEST, f"{mv}-{old_pv}")]["param_version"] == old_pv
     assert {r["verdict"] for r in records.values()} == {"identical"}
     csv_text = (tmp_path / "runs" / "all" / "records.csv").read_text()
     assert (
         f"mlp,export,{NEWEST}," in csv_text
         and (tmp_path / "runs" / "all" / "records")
-        .joinpath(f"{NEWEST}__mlp__export__{NEWEST}__v1-{old_pv}.json")
+        .joinpath(f"{NEWEST}__mlp__export__{NEWEST}__v{mv}-{old_pv}.json")
         .is_file()
     )
     listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
-    kept = next(line for line in listing.splitlines() if f"1-{old_pv}" in line)
+    kept = next(line for line in listing.splitlines() if f"{mv}-{old_pv}" in line)
     assert f"in {NEWEST}: identical" in kept and "never" not in kept

@@ -148,6 +148,20 @@ def test_model_zoo_code_change_shows_as_a_verdict(vision_run, kit_home, tmp_path
     assert rec["verdict"] in ("mismatch", "drift"), rec
     assert rec["load_seconds"] is not None and max(m["max_abs"] for m in _metrics(rec)) > 1e-3
     assert f"FAIL mobilenet_v2/save_parameters/{BEFORE_CHANGE}/{NEWEST}" in proc.stdout
+    # explained: the architecture 1.9.1's model code builds is not the one 1.2.1 saved the weights of
+    change = rec["model_code_change"]
+    assert change["saved_with"] != change["loaded_with"] == rec_model_version(vision_run["records"], MIDDLE)
+    assert any("clip(a_min=0, a_max=6)" in line for line in change["diff"]), change["diff"]
+    assert any("stride" in line for line in change["diff"]), change["diff"]
+    assert rec["reason"].startswith("model code changed between releases (")
+    assert records[(BEFORE_CHANGE, "mobilenet_v2", "export", NEWEST)]["model_code_change"] is None  # its own graph
+    assert "model code changed between releases" in (tmp_path / "v2" / "summary.md").read_text()
+
+
+def rec_model_version(records, release):
+    """The model version (architecture fingerprint) ``release`` saved MobileNetV2 with, from any of its records."""
+    found = {r["model_version"] for k, r in records.items() if k[0] == release and k[1] == "mobilenet_v2"}
+    return found.pop() if len(found) == 1 else None
 
 
 def test_unknown_model_group_is_refused(kit_home, built_envs):

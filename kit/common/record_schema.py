@@ -43,6 +43,7 @@ def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
         "cases": {},
         "load_path": None,
         "load_attempts": [],
+        "model_code_change": None,
     }
 
 

@@ -53,6 +53,8 @@ import warnings
 
 #: bump when what a description holds, or how it is normalized, changes (fingerprints change with it)
 FORMAT = 1
+#: the file in an artifact folder that holds the architecture its saving release built
+FILE = "architecture.json"
 #: the parts of a description :func:`fingerprint` hashes (no names, no release)
 HASHED = ("format", "inputs", "labels", "nodes", "params", "outputs")
 

@@ -7,7 +7,7 @@ import traceback
 
 from kit.common.errors import KitError
 from kit.common import artifacts, metrics, record_schema, tolerance, verdicts
-from kit.kernel import adapters, zoo
+from kit.kernel import adapters, architecture, zoo
 from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
@@ -116,11 +116,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
             if not ok:
                 rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
                 return rec
-        if manifest.get("model_version") != spec.version:
-            rec["warning"] = "artifact model_version %s, kit builds version %s" % (
-                manifest.get("model_version"),
-                spec.version,
-            )
+        rec["model_code_change"] = model_code_change(loaded, model, path, manifest)
     try:
         reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
     except Exception as e:
@@ -161,7 +157,35 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
         all_metrics.extend(rec["cases"][case])
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
     rec["summary"] = _summary(all_metrics)
+    change = rec.get("model_code_change")
+    if change:  # the loading release's model code builds another architecture: that explains the outputs
+        why = "model code changed between releases (%s)" % "; ".join(change["diff"][:3])
+        rec["reason"] = why + (": " + rec["reason"] if rec["reason"] else "")
     return rec
+
+
+_BUILT = {}  # (model, variant) -> the architecture this kernel's release builds, described once per kernel
+
+
+def model_code_change(loaded, model, path, manifest):
+    """How the architecture this release's model code builds differs from the one the artifact was saved
+    from: ``{"saved_with", "loaded_with", "diff"}`` (fingerprints and a structural diff), or None when they
+    are the same or either is unknown (an artifact saved before architectures were recorded)."""
+    info = manifest.get("architecture") or {}
+    if "file" not in info:
+        return None
+    try:
+        saved = artifacts.read_json(os.path.join(path, info["file"]))
+        key = (model, manifest.get("variant"))
+        if key not in _BUILT:
+            _BUILT[key] = architecture.describe_zoo(model, loaded, manifest.get("variant"))
+        built = _BUILT[key]
+    except Exception:  # noqa: BLE001 - no graph to compare here; the verdict still stands on the outputs
+        return None
+    before, now = architecture.fingerprint(saved), architecture.fingerprint(built)
+    if before == now:
+        return None
+    return {"saved_with": before, "loaded_with": now, "diff": architecture.diff(saved, built)}
 
 
 class InFlight(object):

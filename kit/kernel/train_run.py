@@ -12,7 +12,7 @@ import numpy as np
 
 from kit.common.errors import KitError
 from kit.common import artifacts, cases
-from kit.kernel import adapters, internals, mxapi, zoo
+from kit.kernel import adapters, architecture, internals, mxapi, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
@@ -95,6 +95,7 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
             log("%s: training failed: %s" % (name, err))
             continue
         histories[name] = trained.history
+        trained.architecture = _architecture(spec, release)
         log(
             "%s: trained %d epochs in %.1fs, held-out accuracy %.3f (chance %.3f)"
             % (
@@ -122,6 +123,14 @@ def _row(model, api, status, path, reason=None, error=None, tb=None, **extra):
     }
     row.update(extra)
     return row
+
+
+def _architecture(spec, release):
+    """The architecture this release built for ``spec`` (its description), or None for a model without a graph."""
+    try:
+        return architecture.describe_zoo(spec.name, release, spec.variant(release))
+    except Exception:  # noqa: BLE001 - a plain gluon Block (the LSTM before 1.3) has no graph to fingerprint
+        return None
 
 
 def _base_manifest(spec, release, api, env):
@@ -175,6 +184,11 @@ def _save_one(spec, release, api, trained, final, env, log):
         predictor = adapter.load(spec, release, tmp, manifest)
         outputs = dict((c, predictor(inputs)) for c, inputs in ref_cases.items())
         artifacts.save_reference(os.path.join(tmp, artifacts.REFERENCE), ref_cases, outputs, memory)
+        arch = getattr(trained, "architecture", None)
+        if arch is not None:  # the model version is the architecture built, the param version the weights
+            artifacts.write_json_atomic(os.path.join(tmp, architecture.FILE), arch)
+            manifest["model_version"] = architecture.fingerprint(arch)
+            manifest["architecture"] = {"file": architecture.FILE, "code_version": spec.version}
         manifest["internals"] = internals.record(adapter, spec, release, tmp, manifest, ref_cases["batch"])
         manifest["parameters"] = _param_table(trained.param_arrays())
         manifest["reference"] = {
@@ -192,6 +206,7 @@ def _save_one(spec, release, api, trained, final, env, log):
             "roundtrip_max_abs_error": _max_abs(outputs, memory),
         }
         extra = [internals.INTERNALS] if "file" in manifest["internals"] else []
+        extra += [architecture.FILE] if arch is not None else []
         manifest["files"] = artifacts.hash_files(tmp, load_info["files"] + [artifacts.REFERENCE] + extra)
         manifest["save_seconds"] = round(time.time() - started, 3)
         artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
