@@ -1,5 +1,6 @@
 """What reload.ipynb runs: load every artifact other releases saved, infer, diff, write one record each."""
 
+import json
 import os
 import sys
 import time
@@ -176,7 +177,7 @@ def model_code_change(loaded, model, path, manifest):
         return None
     try:
         saved = artifacts.read_json(os.path.join(path, info["file"]))
-        key = (model, manifest.get("variant"))
+        key = (model, json.dumps(manifest.get("variant"), sort_keys=True))
         if key not in _BUILT:
             _BUILT[key] = architecture.describe_zoo(model, loaded, manifest.get("variant"))
         built = _BUILT[key]
