@@ -154,6 +154,20 @@ def write_markdown(
             "|---|---|---|---|",
         ]
         lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
+    e2e_split = [r for r in records if r.get("network_only")]
+    if e2e_split:
+        lines += [
+            "",
+            "## End-to-end models: transforms or network (the network alone, fed this release's eager transforms)",
+            "",
+            "| cell | full graph | network alone | fused vs eager transforms |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {cell_id(r)} | {r['verdict']} | {r['network_only']['verdict']} "
+            f"| {(r['network_only'].get('transforms') or {}).get('verdict', '-')} |"
+            for r in e2e_split
+        ]
     migrating = migration.markdown(list(records))
     if migrating:
         lines += [

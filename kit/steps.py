@@ -171,8 +171,9 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     if not marker.exists():
         return False
     info = json.loads(marker.read_text())
-    verdict = "infer-error" if info["phase"] == "infer" else "load-error"
-    doing = "inferring" if info["phase"] == "infer" else "loading"
+    inferring = info["phase"] in ("infer", "network_only")
+    verdict = "infer-error" if inferring else "load-error"
+    doing = "inferring" if inferring else "loading"
     message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
     cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
     rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))

@@ -59,6 +59,17 @@ def test_the_c_predict_api_agrees_with_the_module_checkpoint_it_loads(reloaded):
             assert e2e["verdict"] == "unsupported" and "float32 inputs only" in e2e["reason"]
 
 
+def test_end_to_end_artifacts_are_also_checked_with_the_network_alone(reloaded):
+    records = reloaded[NEWEST]["records"]
+    for api in ("export", "module_checkpoint"):
+        split = records[(NEWEST, "e2e", api, NEWEST)]["network_only"]
+        assert split["verdict"] == "identical" and split["transforms"]["verdict"] == "identical", split
+        assert split["input_name"] == "transformed_data" and "normalize" in split["cut_after"]
+        assert "_image_normalize" in split["front_ops"] and "batch" in split["cases"]
+    assert records[(NEWEST, "lenet", "export", NEWEST)].get("network_only") is None  # no fused transforms
+    assert records[(NEWEST, "e2e", "save_parameters", NEWEST)].get("network_only") is None  # no graph saved
+
+
 def test_forward_direction_captures_the_real_errors(reloaded):
     records = reloaded[OLDEST]["records"]
     fwd = {(k[1], k[2]): r for k, r in records.items() if r["saved_with"] == NEWEST}

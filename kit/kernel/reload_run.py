@@ -158,12 +158,22 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
         all_metrics.extend(rec["cases"][case])
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
     rec["summary"] = _summary(all_metrics)
+    if spec is not None and spec.fused_front and api in SPLIT_APIS:  # transforms or network: which one moved
+        from kit.kernel import split_front
+
+        phase("network_only")
+        rec["network_only"] = split_front.check_network_only(
+            spec, loaded, path, manifest, adapter, reference, overrides
+        )
     change = rec.get("model_code_change")
     if change:  # the loading release's model code builds another architecture: that explains the outputs
         why = "model code changed between releases (%s)" % "; ".join(change["diff"][:3])
         rec["reason"] = why + (": " + rec["reason"] if rec["reason"] else "")
     return rec
 
+
+#: the APIs whose end-to-end artifacts are also checked with the network alone (they carry the graph)
+SPLIT_APIS = ("export", "module_checkpoint")
 
 _BUILT = {}  # (model, variant) -> the architecture this kernel's release builds, described once per kernel
 
