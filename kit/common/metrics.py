@@ -104,3 +104,21 @@ def _cosine(a, b):
     if na == 0 or nb == 0:
         return 0.0
     return float(np.dot(fa, fb) / (na * nb))
+
+
+def summarize(all_metrics):
+    """The worst of every metric over a record's outputs: its summary."""
+
+    def worst(key):
+        vals = [m[key] for m in all_metrics if m.get(key) is not None]
+        return max(vals) if vals else None
+
+    agreements = [m["top1_agreement"] for m in all_metrics if "top1_agreement" in m]
+    return {
+        "max_abs": worst("max_abs"),
+        "max_rel": worst("max_rel"),
+        "ulp_max": worst("ulp_max"),
+        "frac_out_of_tolerance": worst("frac_out_of_tolerance"),
+        "top1_agreement": min(agreements) if agreements else None,
+        "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None,
+    }

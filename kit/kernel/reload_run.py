@@ -157,7 +157,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
         ]
         all_metrics.extend(rec["cases"][case])
     rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
-    rec["summary"] = _summary(all_metrics)
+    rec["summary"] = metrics.summarize(all_metrics)
     if spec is not None and spec.fused_front and api in SPLIT_APIS:  # transforms or network: which one moved
         from kit.kernel import split_front
 
@@ -247,22 +247,6 @@ def _fault_injection(info):
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _summary(all_metrics):
-    def worst(key):
-        vals = [m[key] for m in all_metrics if m.get(key) is not None]
-        return max(vals) if vals else None
-
-    agreements = [m["top1_agreement"] for m in all_metrics if "top1_agreement" in m]
-    return {
-        "max_abs": worst("max_abs"),
-        "max_rel": worst("max_rel"),
-        "ulp_max": worst("ulp_max"),
-        "frac_out_of_tolerance": worst("frac_out_of_tolerance"),
-        "top1_agreement": min(agreements) if agreements else None,
-        "cosine_min": min(m["cosine"] for m in all_metrics if "cosine" in m) if all_metrics else None,
-    }
 
 
 def _fail(rec, verdict, reason, exc=None, tb=None):

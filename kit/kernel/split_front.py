@@ -201,12 +201,6 @@ def _failure(verdict, reason, exc, tb=None, **extra):
     return out
 
 
-def _summary(all_metrics):
-    from kit.kernel.reload_run import _summary as summary  # here: reload_run may come to import this module
-
-    return summary(all_metrics)
-
-
 def _compared(pairs, tol_for):
     """``{"verdict", "reason", "summary", "cases"}`` of ``pairs``: case -> (actual outputs, expected outputs)."""
     cases, everything = {}, []
@@ -222,7 +216,7 @@ def _compared(pairs, tol_for):
         cases[case] = [metrics.compare(a, e, tol_for(e.dtype)) for a, e in zip(got, expected)]
         everything.extend(cases[case])
     verdict, reason = verdicts.from_metrics(everything)
-    return {"verdict": verdict, "reason": reason, "summary": _summary(everything), "cases": cases}
+    return {"verdict": verdict, "reason": reason, "summary": metrics.summarize(everything), "cases": cases}
 
 
 def check_network_only(spec, release, folder, manifest, adapter, reference, overrides=None):
