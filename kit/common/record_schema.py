@@ -44,6 +44,8 @@ def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
         "load_path": None,
         "load_attempts": [],
         "model_code_change": None,
+        "network_only": None,
+        "source_api": None,
     }
 
 

@@ -187,9 +187,11 @@ def model_code_change(loaded, model, path, manifest):
         return None
     try:
         saved = artifacts.read_json(os.path.join(path, info["file"]))
-        key = (model, json.dumps(manifest.get("variant"), sort_keys=True))
+        key = (model, json.dumps([manifest.get("variant"), manifest.get("inputs")], sort_keys=True))
         if key not in _BUILT:
-            _BUILT[key] = architecture.describe_zoo(model, loaded, manifest.get("variant"))
+            # the artifact's own variant and inputs, as this release's model code builds them
+            net = zoo.get(model).build(loaded, manifest.get("variant"))
+            _BUILT[key] = architecture.describe(net, manifest["inputs"], loaded)
         built = _BUILT[key]
     except Exception:  # noqa: BLE001 - no graph to compare here; the verdict still stands on the outputs
         return None
