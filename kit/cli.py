@@ -239,7 +239,8 @@ def _csv(value):
     help="Zoo models or groups: core (the default: small hand-written models), vision "
     "(ResNet-18 v1/v2, MobileNet v1/v2, SqueezeNet 1.1, DenseNet-121, VGG-11-BN, e2e ResNet-18 "
     "from gluon's model zoo; about 1 GB of artifacts per release), all (core and vision), mbcc "
-    "(MXNet's own checker's models, see store import-mbcc). With --load alone: any model in the store.",
+    "(MXNet's own checker's models, see store import-mbcc). With --load alone: any model in the store. "
+    "MODEL@ARCH pins a model to one architecture version (a prefix of its model_version).",
 )
 @click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")

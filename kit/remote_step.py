@@ -32,6 +32,7 @@ from pathlib import Path
 from kit import child_env
 from kit import store as store_mod
 from kit.envs import EnvBuildError, EnvManager
+from kit.common.capabilities import split_pin
 from kit.common.errors import KitError
 from kit.home import KitHome
 from kit.notebooks import NOTEBOOKS
@@ -178,7 +179,8 @@ def run_remote(task: dict) -> dict:
     places = {"store": str(mirror.root), "run": str(scratch)}
     for name, place in PATH_PARAMETERS[kind].items():
         params[name] = places[place]
-    models, apis = params.get("models") or None, params.get("apis") or None
+    models = [split_pin(m)[0] for m in params.get("models") or []] or None  # the store has no pins
+    apis = params.get("apis") or None
     pulled = 0
     if mirror is not remote:
         sources = [release] if kind == "train" else params["saved_with"]

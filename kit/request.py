@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kit import kernelspecs
 from kit.common import tolerance as tolerance_mod
-from kit.common.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models
+from kit.common.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models, split_pin
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import sort_key
 from kit.envs import EnvManager
@@ -38,20 +38,28 @@ class RunRequest:
 
     @property
     def cells(self) -> tuple[list[str], list[str]]:
-        """The models and APIs the run covers (what an empty list means: every core model, every API)."""
+        """The models and APIs the run covers (what an empty list means: every core model, every API);
+        a pinned model keeps its pin (``MODEL@ARCH``), which the kernels apply."""
         return self.models or list(CORE_MODELS), self.apis or list(APIS)
+
+    @property
+    def stored_cells(self) -> tuple[list[str], list[str]]:
+        """:attr:`cells` as the store names them (no pins)."""
+        models, apis = self.cells
+        return list(dict.fromkeys(split_pin(m)[0] for m in models)), apis
 
     def held_releases(self, cells: set[tuple[str, str, str]]) -> set[str]:
         """The saving releases whose artifacts the store's ``cells`` ((release, model, api) triples) all hold."""
         if self.reload_only:
             return set(self.save)
-        models, apis = self.cells
+        models, apis = self.stored_cells
         return {r for r in self.save if all((r, m, a) in cells for m in models for a in apis)}
 
     def from_store(self, cells: set[tuple[str, str, str]], store: str) -> None:
         """A reload-only request's saving releases: every release the store holds artifacts of (of its models
         and APIs, when it names them)."""
-        found = {r for r, m, a in cells if (not self.models or m in self.models) and (not self.apis or a in self.apis)}
+        named = {split_pin(m)[0] for m in self.models}
+        found = {r for r, m, a in cells if (not named or m in named) and (not self.apis or a in self.apis)}
         if not found:
             raise UsageError(
                 f"the store {store} holds no artifacts"

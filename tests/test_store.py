@@ -243,3 +243,25 @@ def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained
     listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
     kept = next(line for line in listing.splitlines() if f"{mv}-{old_pv}" in line)
     assert f"in {NEWEST}: identical" in kept and "never" not in kept
+
+
+@pytest.mark.envs
+def test_models_pinned_to_an_architecture_check_only_that_architecture(trained_store, kit_home, tmp_path):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(trained_store["_store"] / NEWEST / "lenet", store / NEWEST / "lenet")
+    fp = store_mod.load("lenet", "export", release=NEWEST, store=str(store)).manifest["model_version"]
+    verdicts = {}
+    for pin in (fp[:8], "ffffffff"):
+        args = ["run", "--save", NEWEST, "--models", f"lenet@{pin}", "--apis", "export", "--store", str(store)]
+        proc = run_cli(*args, "--runs-dir", str(tmp_path / "runs"), "--run-id", pin, home=kit_home, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert f"train:{NEWEST}: cached" in proc.stdout  # the store holds lenet: the pin does not retrain it
+        rec = read_records(tmp_path / "runs" / pin)[(NEWEST, "lenet", "export", NEWEST)]
+        verdicts[pin] = (rec["verdict"], rec["reason"])
+    assert verdicts[fp[:8]][0] == "identical"
+    assert verdicts["ffffffff"] == (
+        "unsupported",
+        f"the run pins lenet's architecture ffffffff; this artifact's is {fp}",
+    )

@@ -104,18 +104,35 @@ _FEATURE_REMOVED = {
 }
 
 
+#: ``MODEL@ARCH`` pins a model to one architecture version (a prefix of its model_version fingerprint)
+PIN = "@"
+
+
+def split_pin(name):
+    """``("mobilenet_v2", "548903f9")`` for ``mobilenet_v2@548903f9``; ``(name, None)`` without a pin."""
+    model, _, pin = name.partition(PIN)
+    return model, pin or None
+
+
 def expand_models(names):
-    """``(models, unknown)``: ``names`` with groups expanded, in order, without repeats; none means "core"."""
+    """``(models, unknown)``: ``names`` with groups expanded, in order, without repeats; none means "core".
+
+    A pinned name (``MODEL@ARCH``) stays as it is: the pin travels to the kernels."""
     if not names:
         return list(CORE_MODELS), []
     models, unknown = [], []
     for name in [names] if isinstance(names, str) else names:
         for model in MODEL_GROUPS.get(name, (name,)):
-            if model not in MODEL_NAMES:
+            if split_pin(model)[0] not in MODEL_NAMES:
                 unknown.append(model)
             elif model not in models:
                 models.append(model)
     return models, unknown
+
+
+def pins(names):
+    """``{model: pin}`` of the pinned names among ``names``."""
+    return dict(split_pin(n) for n in names or [] if PIN in n)
 
 
 def _lifecycle(since, removed, name, release):

@@ -9,7 +9,7 @@ import traceback
 from kit.common.errors import KitError
 from kit.common import artifacts, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, architecture, zoo
-from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS
+from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS, pins, split_pin
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, sort_key
@@ -74,7 +74,7 @@ def _excerpt(tb, lines=12):
     return "\n".join(tb.strip().splitlines()[-lines:])
 
 
-def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, archived=None):
+def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, archived=None, pin=None):
     """Load one artifact in this kernel's release and compare it with its reference: the record.
 
     ``phase(name)`` is told when loading and inference start, so that a kernel that
@@ -95,6 +95,13 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
     )
     if api == C_PREDICT_API:
         rec["source_api"] = manifest.get("api")
+    if pin and not str(manifest.get("model_version")).startswith(pin):
+        rec.update(
+            verdict=verdicts.UNSUPPORTED,
+            reason="the run pins %s's architecture %s; this artifact's is %s"
+            % (model, pin, manifest.get("model_version")),
+        )
+        return rec
     if manifest.get("status") == "unsupported":
         rec.update(verdict=verdicts.UNSUPPORTED, reason="saving release: %s" % manifest.get("reason"))
         return rec
@@ -288,8 +295,9 @@ def reload_all(
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
     log = log or (lambda msg: sys.stdout.write(msg + "\n"))
+    pinned = pins(models)
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
-        models = [m for name in models for m in MODEL_GROUPS.get(name, (name,))]
+        models = [split_pin(m)[0] for name in models for m in MODEL_GROUPS.get(name, (name,))]
     wanted = list(apis or [])
     stored = [a for a in wanted if a != C_PREDICT_API]
     if C_PREDICT_API in wanted:  # its cells come from the artifacts it loads
@@ -325,7 +333,9 @@ def reload_all(
             continue
         started = time.time()
         with InFlight(records_dir, release, saved, model, api, path, archived) as inflight:
-            rec = check_artifact(release, saved, model, api, path, tolerance_overrides, inflight.phase, archived)
+            rec = check_artifact(
+                release, saved, model, api, path, tolerance_overrides, inflight.phase, archived, pinned.get(model)
+            )
         rec["loaded_fingerprint"] = env
         rec["seconds"] = round(time.time() - started, 4)
         rec["checked_at"] = record_schema.now()

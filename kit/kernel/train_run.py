@@ -13,7 +13,7 @@ import numpy as np
 from kit.common.errors import KitError
 from kit.common import artifacts, cases
 from kit.kernel import adapters, architecture, internals, mxapi, zoo
-from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models
+from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models, split_pin
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.training import train
 from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release
@@ -74,13 +74,20 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
     apis = _select(apis, list(APIS), "APIs")
     env = fingerprint(release)
     rows, histories = [], {}
-    for name in models:
+    for entry in models:
+        name, pin = split_pin(entry)
         spec = zoo.get(name)
         finals = dict((api, artifacts.artifact_dir(store, release, name, api)) for api in apis)
         if not retrain and all(os.path.isfile(os.path.join(d, artifacts.MANIFEST)) for d in finals.values()):
             rows.extend(_row(name, api, "exists", finals[api]) for api in apis)
             continue
         ok, reason = spec.supported(release)
+        if ok and pin:
+            ok, reason = _builds_pinned(spec, release, pin)
+            if not ok:  # nothing is written: the store's artifacts of other architectures stay as they are
+                rows.extend(_row(name, api, "unsupported", finals[api], reason=reason) for api in apis)
+                log("%s: not trained on %s (%s)" % (name, release, reason))
+                continue
         if not ok:
             for api in apis:
                 _write_unsupported(spec, release, api, finals[api], reason, env)
@@ -123,6 +130,15 @@ def _row(model, api, status, path, reason=None, error=None, tb=None, **extra):
     }
     row.update(extra)
     return row
+
+
+def _builds_pinned(spec, release, pin):
+    """``(True, None)`` when ``release`` builds the architecture ``pin`` names for ``spec``, else why not."""
+    arch = _architecture(spec, release)
+    built = architecture.fingerprint(arch) if arch is not None else "none (no graph)"
+    if built.startswith(pin):
+        return True, None
+    return False, "the run pins %s's architecture %s; MXNet %s builds %s" % (spec.name, pin, release, built)
 
 
 def _architecture(spec, release):

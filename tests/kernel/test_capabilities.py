@@ -56,3 +56,13 @@ def test_unknown_api_is_an_error():
         assert "export" in str(e)
     else:
         raise AssertionError("no error for an unknown API")
+
+
+def test_a_model_can_be_pinned_to_an_architecture():
+    from kit.common.capabilities import expand_models, pins, split_pin
+
+    assert split_pin("mobilenet_v2@548903f9") == ("mobilenet_v2", "548903f9")
+    assert split_pin("lenet") == ("lenet", None)
+    assert expand_models(["lenet@5bc5", "mlp"]) == (["lenet@5bc5", "mlp"], [])
+    assert expand_models(["nope@1234"]) == ([], ["nope@1234"])
+    assert pins(["lenet@5bc5", "mlp"]) == {"lenet": "5bc5"}
