@@ -80,8 +80,16 @@ def test_each_bad_artifact_gets_its_verdict_and_the_rest_is_unaffected(trained_s
         shutil.copytree(trained_store["_store"] / OLDEST / model / api, folder)
         _apply(fault, folder, trained_store["_store"])
     reload_in_newest(kit_home, store, tmp_path)
-    records = read_records(tmp_path)
+    every = read_records(tmp_path)
+    records = {k: r for k, r in every.items() if k[2] != "c_predict"}
     assert len(records) == len(FAULTS)
+    # each model's C predict cell loads its Module checkpoint (else export): a corrupt source is corrupt there too
+    c_pred = {k: r for k, r in every.items() if k[2] == "c_predict"}
+    assert {k[1] for k in c_pred} == {m for m, api, *_ in FAULTS if api in ("export", "module_checkpoint")}
+    for (saved, model, _, loaded), rec in c_pred.items():
+        source = records[(saved, model, rec["source_api"], loaded)]
+        if source["verdict"] == "corrupt":
+            assert rec["verdict"] == "corrupt", (model, rec["reason"])
     for model, api, fault, verdict, text in FAULTS:
         rec = records[(OLDEST, model, api, NEWEST)]
         expected = verdict if isinstance(verdict, tuple) else (verdict,)

@@ -82,6 +82,8 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
     """
     phase = phase or (lambda name: None)
     rec = record_schema.new_record(saved, model, api, loaded, path, archived)
+    if api == C_PREDICT_API:  # the artifact it loads: <store>/<release>/<model>/<api>[/<archived identity>]
+        rec["source_api"] = os.path.basename(os.path.dirname(path) if archived else path)
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -93,8 +95,6 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
             "saved_fingerprint": manifest.get("fingerprint"),
         }
     )
-    if api == C_PREDICT_API:
-        rec["source_api"] = manifest.get("api")
     if pin and not str(manifest.get("model_version")).startswith(pin):
         rec.update(
             verdict=verdicts.UNSUPPORTED,
