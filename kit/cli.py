@@ -756,11 +756,7 @@ def _remote_store(location: str, command: str, **options):
 def store_import_mbcc(source, target, endpoint_url):
     from kit.mbcc import import_mbcc
 
-    result = import_mbcc(source, target, endpoint_url=endpoint_url, on_event=click.echo)
-    click.echo(
-        f"{len(result['imported'])} artifact(s) imported into {result['store']}, "
-        f"{len(result['skipped'])} path(s) of {source} not imported (listed above)"
-    )
+    import_mbcc(source, target, endpoint_url=endpoint_url, on_event=click.echo)  # it prints its own totals
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -132,7 +132,9 @@ def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = fr
             f"artifacts (mxcompat store pull s3://bucket/prefix --release R, or a --store that holds them)",
         )
     releases = list(dict.fromkeys(req.load + [r for r in req.save if req.needs_training(r, held)]))
-    unregistered = [n for n in releases if kernelspecs.read_kernelspec(manager.home, f"mxnet-{n}") is None]
+    unregistered = [
+        n for n in releases if kernelspecs.read_kernelspec(manager.home, kernelspecs.KERNEL_PREFIX + n) is None
+    ]
     if unregistered:
         raise UsageError(
             f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
