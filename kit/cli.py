@@ -243,6 +243,13 @@ def _csv(value):
     "MODEL@ARCH pins a model to one architecture version (a prefix of its model_version).",
 )
 @click.option("--apis", metavar="A,...", help="Save/load APIs (default: all).")
+@click.option(
+    "--cells",
+    metavar="MODEL:API,...",
+    help="Only these (model, API) cells; globs on either side, a group name on the left, e.g. "
+    "mlp:module_checkpoint,lenet:save_params,lenet:export,lstm:save_parameters (MXNet's own checker's "
+    "four cases), lenet:*, *:export. Narrows --models and --apis; without --models any zoo model matches.",
+)
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
 @click.option(
     "--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 16), help="Steps (notebook runs) at once."
@@ -290,6 +297,7 @@ def run_cmd(
     load,
     models,
     apis,
+    cells,
     forward,
     jobs,
     run_id,
@@ -314,14 +322,27 @@ def run_cmd(
       mxcompat run --save 1.3.1..1.9.1 --load last:1
       mxcompat run --load 1.9.2rc0 --store s3://bucket/kit     (reload what the store holds)
       mxcompat run --save 1.4.1 --load 1.9.1,rc1 --models lenet,e2e --jobs 2
+      mxcompat run --save all --cells 'lenet:*,*:module_checkpoint'
       mxcompat run --resume 20261202-101500
       mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
     from kit import matrix, request, selection
 
     if resume_id:
-        if save or load or run_id:
-            raise UsageError("--resume takes the run's own arguments; do not give --save, --load or --run-id")
+        given = [
+            f
+            for f, v in (
+                ("--save", save),
+                ("--load", load),
+                ("--run-id", run_id),
+                ("--models", models),
+                ("--apis", apis),
+                ("--cells", cells),
+            )
+            if v
+        ]
+        if given:
+            raise UsageError(f"--resume takes the run's own arguments; do not give {', '.join(given)}")
         outcome = matrix.resume(
             resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo
         )
@@ -339,6 +360,7 @@ def run_cmd(
             reload_only=not saves,
             models=_csv(models),
             apis=_csv(apis),
+            cells=_csv(cells),
             forward=forward,
             tolerance=request.parse_tolerance(tolerance),
             retrain=retrain,

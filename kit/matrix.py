@@ -190,7 +190,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     progress = _Progress(run, manifest, how.on_event)
     here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
     started = time.monotonic()
-    models, apis = (req.models or None, req.apis or None) if req.reload_only else req.stored_cells
+    models, apis = (req.models or None, req.apis or None) if req.reload_only else req.stored_scope
     models = [split_pin(m)[0] for m in models] if models else None
     executor.prepare(req.save, models, apis, versions=req.versions == "all")  # a remote store is pulled here
     held = req.held_releases(executor.holdings())

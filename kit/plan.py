@@ -32,13 +32,11 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
 
     ``store`` is the folder kernels read and write (an S3 store's working copy).
     """
-    models, apis = req.cells
-    steps = [
-        release_step(
-            "train", release, run, {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
-        )
-        for release in ([] if req.reload_only else req.save)
-    ]
+    models, apis = req.scope
+    train = {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
+    if req.cells:  # the notebooks' default (every cell); old runs' manifests have no such parameter
+        train["cells"] = [f"{m}:{a}" for m, a in req.saved_cells()]
+    steps = [release_step("train", release, run, train) for release in ([] if req.reload_only else req.save)]
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis
     for release in req.load:
@@ -56,6 +54,8 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
         }
         if req.versions != "current":  # the notebook's default; old runs' manifests have no such parameter
             parameters["versions"] = req.versions
+        if req.cells:
+            parameters["cells"] = req.cells
         trained = [f"train:{s}" for s in sources if not req.reload_only]
         steps.append(release_step("reload", release, run, parameters, trained))
     if not any(s.kind == "reload" for s in steps):

@@ -8,8 +8,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kit import kernelspecs
+from kit.common import cell_selection
 from kit.common import tolerance as tolerance_mod
-from kit.common.capabilities import APIS, CORE_MODELS, MODEL_GROUPS, MODEL_NAMES, expand_models, split_pin
+from kit.common.capabilities import (
+    APIS,
+    C_PREDICT_API,
+    CORE_MODELS,
+    MODEL_GROUPS,
+    MODEL_NAMES,
+    expand_models,
+    split_pin,
+)
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import sort_key
 from kit.envs import EnvManager
@@ -32,38 +41,52 @@ class RunRequest:
     foreign: bool = False  # the model is a checkpoint the kit did not train (mxcompat check-model)
     reload_only: bool = False  # no --save: the saving releases are those the store holds; nothing trains
     versions: str = "current"  # "all": also reload every replaced weights version kept in the store
+    cells: list[str] = field(default_factory=list)  # MODEL:API patterns (--cells); validate() makes them pairs
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @property
-    def cells(self) -> tuple[list[str], list[str]]:
+    def scope(self) -> tuple[list[str], list[str]]:
         """The models and APIs the run covers (what an empty list means: every core model, every API);
-        a pinned model keeps its pin (``MODEL@ARCH``), which the kernels apply."""
+        a pinned model keeps its pin (``MODEL@ARCH``), which the kernels apply. ``cells`` narrows it."""
         return self.models or list(CORE_MODELS), self.apis or list(APIS)
 
     @property
-    def stored_cells(self) -> tuple[list[str], list[str]]:
-        """:attr:`cells` as the store names them (no pins)."""
-        models, apis = self.cells
+    def stored_scope(self) -> tuple[list[str], list[str]]:
+        """:attr:`scope` as the store names it (no pins)."""
+        models, apis = self.scope
         return list(dict.fromkeys(split_pin(m)[0] for m in models)), apis
+
+    def saved_cells(self) -> list[tuple[str, str]]:
+        """The (model, API) artifacts the run's checks read, as the store names them."""
+        models, apis = self.stored_scope
+        if not self.cells:
+            return [(m, a) for m in models for a in apis]
+        return cell_selection.saved_for([(split_pin(m)[0], a) for m, a in _pairs(self.cells)])
 
     def held_releases(self, cells: set[tuple[str, str, str]]) -> set[str]:
         """The saving releases whose artifacts the store's ``cells`` ((release, model, api) triples) all hold."""
         if self.reload_only:
             return set(self.save)
-        models, apis = self.stored_cells
-        return {r for r in self.save if all((r, m, a) in cells for m in models for a in apis)}
+        wanted = self.saved_cells()
+        return {r for r in self.save if all((r, m, a) in cells for m, a in wanted)}
 
     def from_store(self, cells: set[tuple[str, str, str]], store: str) -> None:
         """A reload-only request's saving releases: every release the store holds artifacts of (of its models
         and APIs, when it names them)."""
         named = {split_pin(m)[0] for m in self.models}
-        found = {r for r, m, a in cells if (not named or m in named) and (not self.apis or a in self.apis)}
+        found = {
+            r
+            for r, m, a in cells
+            if (not named or m in named)
+            and (not self.apis or a in self.apis)
+            and cell_selection.matches(self.cells, m, a)
+        }
         if not found:
             raise UsageError(
                 f"the store {store} holds no artifacts"
-                + (" of the models and APIs asked for" if self.models or self.apis else ""),
+                + (" of the models and APIs asked for" if self.models or self.apis or self.cells else ""),
                 hint="train some first: mxcompat run --save RELEASES (or pull a store: mxcompat store pull)",
             )
         self.save = sorted(found, key=sort_key)
@@ -94,6 +117,7 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
             models, unknown = expand_models([name])
             expanded += [name] if unknown else models
         req.models = list(dict.fromkeys(expanded))
+        _parse_cells(req.cells)
     elif not req.foreign:
         models, unknown = expand_models(req.models)
         if unknown:
@@ -105,11 +129,42 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
         unknown = [x for x in req.apis if x not in APIS]
         if unknown:
             raise UsageError(f"unknown API(s): {', '.join(unknown)}", hint="known: " + ", ".join(APIS))
+        if req.cells:
+            _narrow_to_cells(req)
     try:
         tolerance_mod.validate(req.tolerance)
     except tolerance_mod.ToleranceError as e:
         raise UsageError(f"bad --tolerance: {e}") from None
     load_allow_list(req.allow_list)
+
+
+def _parse_cells(patterns: list[str]) -> list[tuple[str, str]]:
+    try:
+        return cell_selection.parse(patterns)
+    except cell_selection.CellPatternError as e:
+        raise UsageError(f"bad --cells: {e}") from None
+
+
+def _pairs(cells: list[str]) -> list[tuple[str, str]]:
+    return [tuple(c.split(":", 1)) for c in cells]
+
+
+def _narrow_to_cells(req: RunRequest) -> None:
+    """``--cells`` patterns made the exact (model, API) pairs they match, within ``--models`` and ``--apis``
+    when those are given (any zoo model and API when not); a pattern that matches nothing is an error."""
+    _parse_cells(req.cells)
+    models = req.models or list(MODEL_NAMES)
+    apis = req.apis or list(APIS) + [C_PREDICT_API]
+    pairs, unmatched = cell_selection.expand(req.cells, models, apis)
+    if unmatched:
+        raise UsageError(
+            f"--cells {', '.join(unmatched)} match(es) no cell"
+            + (" within --models/--apis" if req.models or req.apis else ""),
+            hint=f"models: {', '.join(models)}; APIs: {', '.join(apis)}",
+        )
+    req.cells = [f"{m}:{a}" for m, a in pairs]
+    req.models = list(dict.fromkeys(m for m, _ in pairs))
+    req.apis = list(dict.fromkeys(a for _, a in cell_selection.saved_for(pairs)))
 
 
 def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = frozenset()) -> None:

@@ -7,7 +7,7 @@ import time
 import traceback
 
 from kit.common.errors import KitError
-from kit.common import artifacts, metrics, record_schema, tolerance, verdicts
+from kit.common import artifacts, cell_selection, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, architecture, zoo
 from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS, pins, split_pin
 from kit.kernel.fingerprint import fingerprint
@@ -283,6 +283,7 @@ def reload_all(
     log=None,
     skip_recorded=False,
     versions="current",
+    cells=None,
 ):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
@@ -290,7 +291,8 @@ def reload_all(
     releases) only when ``forward``. Raises when nothing matched: a check that
     compared nothing must never look like a pass. ``skip_recorded`` keeps the records
     already written (a restart after the kernel died on an artifact). ``versions="all"`` also checks
-    every replaced version kept under ``.versions/``, each a cell of its own.
+    every replaced version kept under ``.versions/``, each a cell of its own. ``cells`` (``MODEL:API``
+    patterns) narrows the (model, API) pairs checked.
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
@@ -305,7 +307,8 @@ def reload_all(
     found = find_artifacts(store, saved_with, models, stored or None, versions)
     derived = c_predict_cells(found, apis)
     found = [f for f in found if not wanted or f[2] in wanted]
-    found = sorted(found + derived, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
+    found = [f for f in found + derived if cell_selection.matches(cells, f[1], f[2])]
+    found = sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
     in_store = set(a[1] for a in found)  # checkpoints the kit did not train are models too
     for name, value, known in (
         ("models", models, set(zoo.MODELS) | in_store),
@@ -317,8 +320,8 @@ def reload_all(
     todo = [a for a in found if forward or direction(a[0], release) != "forward"]
     if not todo:
         raise KitError(
-            "no artifacts to check in %s (saved_with=%s, models=%s, apis=%s, forward=%s)"
-            % (store, saved_with or "all", models or "all", apis or "all", forward),
+            "no artifacts to check in %s (saved_with=%s, models=%s, apis=%s, cells=%s, forward=%s)"
+            % (store, saved_with or "all", models or "all", apis or "all", cells or "all", forward),
             hint="run train.ipynb for the saving releases first, or widen the filters",
         )
     records_dir = os.path.join(run_dir, "records")

@@ -11,7 +11,7 @@ import mxnet as mx
 import numpy as np
 
 from kit.common.errors import KitError
-from kit.common import artifacts, cases
+from kit.common import artifacts, cases, cell_selection
 from kit.kernel import adapters, architecture, internals, mxapi, zoo
 from kit.common.capabilities import APIS, MODEL_GROUPS, expand_models, split_pin
 from kit.kernel.fingerprint import fingerprint
@@ -57,8 +57,9 @@ def _select(names, known, what):
     return names
 
 
-def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, retrain=False, log=None):
-    """Train and save every requested (model, API) of this kernel's release into ``store``.
+def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, retrain=False, log=None, cells=None):
+    """Train and save every requested (model, API) of this kernel's release into ``store``;
+    ``cells`` (``MODEL:API`` patterns) narrows the pairs, a model none of whose APIs it names is not trained.
 
     Returns one row per (model, API): status ``saved``, ``exists``, ``unsupported``
     (with the reason) or ``failed`` (with the error); a failure never stops the others.
@@ -71,11 +72,14 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
             "unknown models: %s" % ", ".join(unknown),
             hint="known: %s; groups: %s" % (", ".join(zoo.MODELS), ", ".join(sorted(MODEL_GROUPS))),
         )
-    apis = _select(apis, list(APIS), "APIs")
+    all_apis = _select(apis, list(APIS), "APIs")
     env = fingerprint(release)
     rows, histories = [], {}
     for entry in models:
         name, pin = split_pin(entry)
+        apis = [a for a in all_apis if cell_selection.matches(cells, name, a)]
+        if not apis:
+            continue
         spec = zoo.get(name)
         finals = dict((api, artifacts.artifact_dir(store, release, name, api)) for api in apis)
         if not retrain and all(os.path.isfile(os.path.join(d, artifacts.MANIFEST)) for d in finals.values()):
