@@ -11,6 +11,8 @@ space := $(empty) $(empty)
 .PHONY: setup sysdeps demo test test-fast lint clean-envs nbstripout
 
 setup: $(VENV)/.installed sysdeps nbstripout
+	@# the host's bytecode of the kit (environments compile their own): no step recompiles it from source
+	@$(BIN)/python -m compileall -q kit >/dev/null || true
 
 $(VENV)/.installed: pyproject.toml
 	py=$$(scripts/find-python.sh 3.11) && "$$py" -m venv $(VENV)

@@ -117,6 +117,14 @@ class BuildResult:
     error: KitError | None = None
 
 
+#: run by an environment's interpreter on folders and files: writes their bytecode, skips what does not compile
+COMPILE_ALL = (
+    "import compileall, os, sys\n"
+    "for p in sys.argv[1:]:\n"
+    "    compileall.compile_dir(p, quiet=2, workers=0) if os.path.isdir(p) else compileall.compile_file(p, quiet=2)\n"
+)
+
+
 class EnvManager:
     """Creates, lists, verifies and removes the kit's environments."""
 
@@ -267,6 +275,20 @@ class EnvManager:
             .splitlines()[-1]
         )
         Path(purelib, PTH_NAME).write_text(str(REPO_ROOT) + "\n")
+        # bytecode now: a kernel imports IPython, mxnet and the kit at every start, and compiles them from source
+        # each time where no .pyc gets written (PYTHONDONTWRITEBYTECODE); uv's --compile-bytecode needs Python 3.7+.
+        # A file another Python's syntax (a py2-only module in a package) is skipped.
+        run_logged(
+            [
+                python,
+                "-c",
+                COMPILE_ALL,
+                purelib,
+                *(str(REPO_ROOT / "kit" / p) for p in ("__init__.py", "common", "kernel")),
+            ],
+            log,
+            what=f"compiling {plan.name}'s packages to bytecode",
+        )
         probe = self._probe(Env(plan.name, path, None), log)
         problems = _probe_problems(probe, plan.release)
         if problems:
