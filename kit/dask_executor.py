@@ -94,7 +94,13 @@ class DaskExecutor:
     def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
         """Nothing to do here: workers pull and push themselves."""
 
-    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:
+    def start(self, first_kernels: Iterable[str] = ()) -> None:
+        """Nothing to start: workers start their own kernels."""
+
+    def close(self) -> None:
+        """Nothing to end: each :meth:`run` closes its client."""
+
+    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()) -> list:
         steps = list(steps)
         return self._run_remote(steps, on_done) if steps else []
 

@@ -10,7 +10,9 @@ same options and declares its traits:
 
 and answers the orchestrator: ``holdings()`` (the (release, model, api) of every artifact
 the steps can read), ``prepare(releases, models, apis)`` (make those of ``releases``
-available to the steps) and ``run(steps, on_done)``.
+available to the steps), ``start(kernels)`` (get ready for steps on these kernels, in order),
+``run(steps, on_done, then=kernels)`` (``then``: the kernels of the steps that come next) and
+``close()`` (end whatever it started).
 """
 
 from __future__ import annotations

@@ -8,11 +8,17 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
 from kit.home import KitHome
-from kit.steps import Step, StepResult, execute_step
+from kit.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
+
+
+#: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs
+LOOKAHEAD = 2
 
 
 class LocalExecutor:
-    """A local process pool: each step runs in its own process (spawned, so no ZMQ state is forked).
+    """A local process pool, kept for the whole run: each step runs in a worker process (spawned, so no
+    ZMQ state is forked). With one job, the worker starts the next steps' kernels while a step runs,
+    across waves too (``run(..., then=...)`` names the kernels of the steps that come after).
 
     Kernels read and write the store's working copy; an S3 store is pulled into it by
     :meth:`prepare` and what train steps saved is pushed back after them.
@@ -33,6 +39,31 @@ class LocalExecutor:
         self.releases: list[str] = []
         self.models: list[str] | None = None
         self.apis: list[str] | None = None
+        self._pool: ProcessPoolExecutor | None = None
+
+    def start(self, first_kernels: Iterable[str] = ()) -> None:
+        """Spawn the workers now (and start the first steps' kernels) while the orchestrator does its checks."""
+        pool = self._workers()
+        if self.jobs == 1 and first_kernels:
+            log = f"{self.log_dir}/kernels-started-ahead.log" if self.log_dir else None
+            pool.submit(warm_kernels, list(first_kernels)[:LOOKAHEAD], str(self.home.root), log)
+
+    def close(self) -> None:
+        """End the workers, and the kernels they started for steps that did not come."""
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        try:
+            pool.submit(shutdown_warm_kernels).result(timeout=30)
+        except Exception:  # noqa: BLE001 - a dead worker took its kernels with it
+            pass
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    def _workers(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        return self._pool
 
     def holdings(self) -> set[tuple[str, str, str]]:
         """(release, model, api) of every current artifact the steps can read: in the store or its working copy."""
@@ -53,7 +84,7 @@ class LocalExecutor:
                 f"pulled {counts['downloaded']} artifact(s) from {self.store.url} ({counts['unchanged']} up to date)"
             )
 
-    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None]) -> list[StepResult]:
+    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()) -> list:
         steps = list(steps)
         if not steps:
             return []
@@ -62,7 +93,7 @@ class LocalExecutor:
             # kernels side by side share the cores: one OpenMP pool each of all cores would oversubscribe them
             os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // self.jobs))
         try:
-            results = self._run(steps, on_done)
+            results = self._run(steps, on_done, list(then))
         finally:
             if threads is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
@@ -81,23 +112,24 @@ class LocalExecutor:
             f"pushed {counts['uploaded']} artifact(s) to {self.store.url} ({counts['unchanged']} already there)"
         )
 
-    def _run(self, steps: list[Step], on_done) -> list[StepResult]:
-        ctx = multiprocessing.get_context("spawn")
-        # one worker runs the steps in order: it can start each next step's kernel ahead of time
-        nexts = [s.kernel for s in steps[1:]] + [None] if self.jobs == 1 else [None] * len(steps)
+    def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:
+        # one worker runs the steps in order: it can start the next steps' kernels ahead of time
+        kernels = [s.kernel for s in steps] + then
+        ahead = [kernels[i + 1 : i + 1 + LOOKAHEAD] if self.jobs == 1 else [] for i in range(len(steps))]
         results = []
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(steps)), mp_context=ctx) as pool:
-            futures = {
-                pool.submit(execute_step, s.to_dict(), str(self.home.root), self._log_path(s), nxt): s
-                for s, nxt in zip(steps, nexts)
-            }
-            for fut in as_completed(futures):
-                try:
-                    result = StepResult(**fut.result())
-                except Exception as e:  # the worker process itself died
-                    result = StepResult(futures[fut].id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
-                results.append(result)
-                on_done(result)
+        pool = self._workers()
+        futures = {
+            pool.submit(execute_step, s.to_dict(), str(self.home.root), self._log_path(s), nxt): s
+            for s, nxt in zip(steps, ahead)
+        }
+        for fut in as_completed(futures):
+            try:
+                result = StepResult(**fut.result())
+            except Exception as e:  # the worker process itself died
+                result = StepResult(futures[fut].id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
+                self._pool = None  # a broken pool takes no more work: the next wave spawns a new one
+            results.append(result)
+            on_done(result)
         return results
 
     def _log_path(self, step: Step) -> str | None:

@@ -107,6 +107,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         run.write_manifest(manifest)
         return _execute(run, manifest, req, runner, how)
     finally:
+        runner.close()
         run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
 
@@ -141,7 +142,10 @@ def resume(run_id: str, **options) -> RunOutcome:
         manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
         how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
-        return _execute(run, manifest, req, runner, how)
+        try:
+            return _execute(run, manifest, req, runner, how)
+        finally:
+            runner.close()
     finally:
         run.sweep_partial_writes()
         run.unlock()
@@ -164,6 +168,7 @@ class _Progress:
             error=result.error,
             error_type=result.error_type,
             deaths=result.deaths,
+            started_at=result.started_at,
             finished_at=now(),
         )
         self.run.write_manifest(self.manifest)
@@ -194,15 +199,25 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     models = [split_pin(m)[0] for m in models] if models else None
     executor.prepare(req.save, models, apis, versions=req.versions == "all")  # a remote store is pulled here
     held = req.held_releases(executor.holdings())
+    todos = []
     for wave in waves(steps):
         todo = [s for s in wave if manifest["steps"][s.id]["status"] not in FINISHED]
         for s in [s for s in todo if s.kind == "train" and not req.needs_training(s.release, held)]:
             progress(StepResult(s.id, "cached", 0.0))
             todo.remove(s)
-        if any(s.runs_on_host for s in todo):
-            _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
-        executor.run([s for s in todo if not s.runs_on_host], progress)
-        here.run([s for s in todo if s.runs_on_host], progress)
+        todos.append(todo)
+    executor.start([s.kernel for todo in todos for s in todo if not (how.remote and s.runs_on_host)])
+    try:
+        for i, todo in enumerate(todos):
+            later = [s.kernel for s in (todos[i + 1] if i + 1 < len(todos) else [])]
+            on_host = [s for s in todo if s.runs_on_host]
+            if on_host:
+                _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
+            executor.run([s for s in todo if not s.runs_on_host], progress, then=[s.kernel for s in on_host] + later)
+            here.run(on_host, progress, then=later)
+    finally:
+        if here is not executor:
+            here.close()
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
     outcome = _write_reports(run, req, manifest)
     manifest.update(finished_at=now(), exit_code=outcome.exit_code, counts=outcome.counts)

@@ -55,6 +55,7 @@ class StepResult:
     error: str | None = None
     error_type: str | None = None
     deaths: int = 0  # kernels that died and were restarted after the artifact that killed them
+    started_at: str | None = None  # UTC, to the millisecond
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,30 +92,49 @@ def _output_to(log_path: str):
             os.close(saved[1])
 
 
-def execute_step(step: dict, home_root: str, log_path: str | None = None, next_kernel: str | None = None) -> dict:
+def execute_step(step: dict, home_root: str, log_path: str | None = None, next_kernels: list[str] = ()) -> dict:
     """Run one step (in a worker process); never raises, returns a StepResult as a dict.
 
-    ``next_kernel``: the kernel the next step in this process will need, started now so it
-    is up when that step begins.
+    ``next_kernels``: the kernels the next steps in this process will need, started now so they
+    are up when those steps begin.
     """
     if log_path:
         with _output_to(log_path):
-            return _execute(step, home_root, next_kernel)
-    return _execute(step, home_root, next_kernel)
+            return _execute(step, home_root, next_kernels)
+    return _execute(step, home_root, next_kernels)
+
+
+def warm_kernels(kernels: list[str], home_root: str, log_path: str | None = None) -> None:
+    """Start ``kernels`` in this worker for the steps it will run (see :func:`kit.notebooks.prestart`);
+    what they print natively goes to ``log_path``."""
+    from kit.home import KitHome
+    from kit.notebooks import prestart
+
+    child_env.scrub_for_kernels()
+    with _output_to(log_path) if log_path else contextlib.nullcontext():
+        for name in kernels:
+            prestart(name, KitHome(home_root))
+
+
+def shutdown_warm_kernels() -> None:
+    """End the kernels this worker started for steps that did not come."""
+    from kit.notebooks import shutdown_warm
+
+    shutdown_warm()
 
 
 MAX_KERNEL_DEATHS = 50
 
 
-def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict:
+def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
     from kit.home import KitHome
     from kit.notebooks import prestart, run_notebook
 
     child_env.scrub_for_kernels()
-    started = time.monotonic()
+    started, started_at = time.monotonic(), precise_now()
     prestart(step["kernel"], KitHome(home_root))  # no-op when the previous step already started it
-    if next_kernel:
-        prestart(next_kernel, KitHome(home_root))
+    for name in next_kernels:
+        prestart(name, KitHome(home_root))
     step = dict(step, parameters=dict(step["parameters"]))
     attempt = deaths = 0
     last = None
@@ -122,7 +142,9 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
         attempt += 1
         try:
             run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"], home=KitHome(home_root))
-            return StepResult(step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths).to_dict()
+            return StepResult(
+                step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths, started_at=started_at
+            ).to_dict()
         except Exception as e:  # every failure is reported; kernel start races are retried
             last = e
             if (
@@ -149,7 +171,14 @@ def _execute(step: dict, home_root: str, next_kernel: str | None = None) -> dict
         error=message[-4000:],
         error_type=type(last).__name__,
         deaths=deaths,
+        started_at=started_at,
     ).to_dict()
+
+
+def precise_now() -> str:
+    """UTC now, to the millisecond: when a step started."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
 
 
 def is_dead_kernel(exc: BaseException) -> bool:
