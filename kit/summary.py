@@ -68,17 +68,26 @@ def load(run_dir: str | Path) -> RunData:
     return data
 
 
-def show(fig, dpi: int = 110):
-    """Display ``fig`` as a PNG in the notebook and close it; works under any matplotlib backend
-    (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures)."""
+def show(fig, dpi: int = 110, vector: bool = False):
+    """Display ``fig`` in the notebook and close it; works under any matplotlib backend
+    (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures).
+
+    ``vector``: as SVG with its text as text (a heatmap's hundreds of labels: half the time of drawing
+    their glyphs into a PNG, and they stay searchable in summary.html); else a PNG. The kit's figures
+    lay themselves out (``tight_layout``): no second drawing pass to find the bounding box."""
     import io
 
-    from IPython.display import Image, display
+    from IPython.display import SVG, Image, display
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    if vector:
+        with plt.rc_context({"svg.fonttype": "none"}):
+            fig.savefig(buf, format="svg")
+        display(SVG(data=buf.getvalue()))
+    else:
+        fig.savefig(buf, format="png", dpi=dpi)
+        display(Image(data=buf.getvalue(), format="png"))
     plt.close(fig)
-    display(Image(data=buf.getvalue(), format="png"))
 
 
 def counts_table(data: RunData) -> pd.DataFrame:
@@ -100,24 +109,25 @@ def heatmaps(data: RunData):
     flat = list(axes.ravel())
     for ax in flat[len(apis) :]:
         ax.axis("off")
+    by_cell = {key: group for key, group in data.df.groupby(["api", "saved_with", "loaded_with"], sort=False)}
     for ax, api in zip(flat, apis):
-        sub = data.df[data.df["api"] == api]
         grid = np.full((len(saved), len(loaded)), np.nan)
         for i, s in enumerate(saved):
             for j, loader in enumerate(loaded):
-                cell = sub[(sub["saved_with"] == s) & (sub["loaded_with"] == loader)]
-                if cell.empty:
+                cell = by_cell.get((api, s, loader))
+                if cell is None:
                     continue
                 checked = cell[cell["verdict"] != "unsupported"]
                 verdict = worst(checked["verdict"]) if not checked.empty else "unsupported"
                 grid[i, j] = SEVERITY.index(verdict)
                 err = checked["max_abs"].dropna()
+                # two lines a cell: a ten-release grid has hundreds, and drawing text is most of a figure's cost
                 if verdict in ("load-error", "infer-error", "corrupt"):
                     label = f"{verdict}\n{int((checked['verdict'] == verdict).sum())} of {len(checked)}"
                 else:
                     label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
                 if not checked.empty:
-                    label += f"\n{len(checked)}/{len(cell)} models"
+                    label += f" ({len(checked)}/{len(cell)})"
                 ax.text(
                     j,
                     i,
@@ -138,7 +148,7 @@ def heatmaps(data: RunData):
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
     fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
     fig.suptitle(
-        "worst verdict over the models checked, largest max-abs error, models checked / in the zoo", fontsize=10
+        "worst verdict over the models checked, largest max-abs error (models checked / in the zoo)", fontsize=10
     )
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     return fig
