@@ -34,8 +34,10 @@ demo: setup
 	rc=$$?; if [ $$rc -eq 1 ]; then echo "make demo: the run found regressions (exit 1); summary.md above lists them"; \
 	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 
+# two workers, each taking whole files (a module's fixtures run once); each builds its own environments
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not envs" $(PYTEST_ARGS)

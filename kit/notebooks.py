@@ -108,9 +108,21 @@ def _shutdown(km) -> None:
 
     try:
         if run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=True)
+            run_sync(_kill_now)(km)
+            run_sync(km.shutdown_kernel)(now=True)  # finds it dead: only cleans up
     except Exception:  # noqa: BLE001 - it may have died already
         pass
+
+
+async def _kill_now(km) -> None:
+    """SIGKILL the kernel and wait for it in 5 ms polls (shutdown_kernel's are 100 ms: 0.1 s a step)."""
+    import asyncio
+
+    await km.provisioner.kill()
+    for _ in range(1000):
+        if await km.provisioner.poll() is not None:
+            return
+        await asyncio.sleep(0.005)
 
 
 def _record_kernel(output: Path, home: KitHome, kernel_name: str) -> None:

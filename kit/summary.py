@@ -73,7 +73,7 @@ def show(fig, dpi: int = 110, vector: bool = False):
     (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures).
 
     ``vector``: as SVG with its text as text (a heatmap's hundreds of labels: half the time of drawing
-    their glyphs into a PNG, and they stay searchable in summary.html); else a PNG. The kit's figures
+    their glyphs into a PNG); else a PNG. The kit's figures
     lay themselves out (``tight_layout``): no second drawing pass to find the bounding box."""
     import io
 

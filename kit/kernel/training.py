@@ -60,12 +60,16 @@ class Trained(object):
         return sym, arg_params, aux_params
 
     def param_arrays(self):
-        """Every trained parameter as numpy, by name (aux states included)."""
-        if self.is_gluon:
-            return dict((n, p.data().asnumpy()) for n, p in self.net.collect_params().items())
-        out = dict((n, a.asnumpy()) for n, a in self.arg_params.items())
-        out.update((n, a.asnumpy()) for n, a in self.aux_params.items())
-        return out
+        """Every trained parameter as numpy, by name (aux states included); copied out once, as the weights
+        do not change after training (each API's manifest hashes and tabulates them)."""
+        if getattr(self, "_param_arrays", None) is None:
+            if self.is_gluon:
+                out = dict((n, p.data().asnumpy()) for n, p in self.net.collect_params().items())
+            else:
+                out = dict((n, a.asnumpy()) for n, a in self.arg_params.items())
+                out.update((n, a.asnumpy()) for n, a in self.aux_params.items())
+            self._param_arrays = out
+        return self._param_arrays
 
 
 def module_predict(symbol, arg_params, aux_params, data_names, label_names, inputs):
