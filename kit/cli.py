@@ -263,6 +263,14 @@ def _csv(value):
 )
 @click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
 @click.option(
+    "--epochs",
+    default=0,
+    type=click.IntRange(0),
+    metavar="N",
+    help="Training epochs of every model that trains (0, the default: each model's own); "
+    "fewer make a quicker, rougher baseline.",
+)
+@click.option(
     "--versions",
     type=click.Choice(["current", "all"]),
     default="current",
@@ -304,6 +312,7 @@ def run_cmd(
     store,
     tolerance,
     retrain,
+    epochs,
     versions,
     allow_list,
     resume_id,
@@ -364,6 +373,7 @@ def run_cmd(
             forward=forward,
             tolerance=request.parse_tolerance(tolerance),
             retrain=retrain,
+            epochs=epochs,
             versions=versions,
             allow_list=allow_list,
             store=store,

@@ -36,6 +36,8 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     train = {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
     if req.cells:  # the notebooks' default (every cell); old runs' manifests have no such parameter
         train["cells"] = [f"{m}:{a}" for m, a in req.saved_cells()]
+    if req.epochs:
+        train["epochs"] = req.epochs
     steps = [release_step("train", release, run, train) for release in ([] if req.reload_only else req.save)]
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis

@@ -42,6 +42,7 @@ class RunRequest:
     reload_only: bool = False  # no --save: the saving releases are those the store holds; nothing trains
     versions: str = "current"  # "all": also reload every replaced weights version kept in the store
     cells: list[str] = field(default_factory=list)  # MODEL:API patterns (--cells); validate() makes them pairs
+    epochs: int = 0  # training epochs of every model that trains; 0: each model's own
 
     def to_dict(self) -> dict:
         return asdict(self)

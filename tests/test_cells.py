@@ -85,4 +85,6 @@ def test_the_plan_passes_the_cells_to_train_and_reload(tmp_path):
     assert steps["reload:1.9.1"].parameters["cells"] == req.cells
     # without --cells the notebooks get no such parameter (their default: every cell)
     plain = plan(RunRequest(save=["1.4.1"], load=["1.9.1"]), Run(tmp_path / "runs", "r2"), tmp_path / "store")
-    assert all("cells" not in s.parameters for s in plain)
+    assert all("cells" not in s.parameters and "epochs" not in s.parameters for s in plain)
+    quick = plan(RunRequest(save=["1.4.1"], load=["1.9.1"], epochs=1), Run(tmp_path / "runs", "r3"), tmp_path / "s")
+    assert quick[0].parameters["epochs"] == 1 and "epochs" not in quick[1].parameters
