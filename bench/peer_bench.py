@@ -352,12 +352,11 @@ def verdicts(r):
             " s",
         )
     if "vision" in r:
-        line(
-            "vision group, --jobs 2",
-            round(r["vision"]["wall_seconds"] / 60, 2),
-            TARGETS["vision_jobs2_minutes"],
-            " min",
-        )
+        minutes, n = round(r["vision"]["wall_seconds"] / 60, 2), len(r["releases"])
+        if n >= 10:
+            line("vision group, --jobs 2", minutes, TARGETS["vision_jobs2_minutes"], " min")
+        else:  # the target is over ten releases: a smaller run meets nothing
+            lines.append(f"N/A  vision group, {n} releases, --jobs 2: {minutes} min (target: ten releases in 8 min)")
     return lines
 
 
