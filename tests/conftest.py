@@ -240,13 +240,3 @@ def scale_weight(kit_home: Path, params: Path, suffix: str, expression: str) -> 
     )
     subprocess.run([str(python), "-c", script, str(params)], check=True, capture_output=True)
     rehash(params.parent, params.name)
-
-
-#: the files that take longest, first: with two workers (make test) the longest starts at once, and the
-#: others fill the second worker around it instead of leaving it idle at the end
-LONGEST_FIRST = ("test_vision_zoo.py", "test_dask.py", "test_check_model.py", "test_train.py", "test_investigate.py")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable: order within a file kept
