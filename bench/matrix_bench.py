@@ -126,7 +126,7 @@ def provisioning(names, home, pip_sample):
 def pip_install(name, home, plan):
     """The same requirements with python -m venv + pip (second of two runs, so pip's cache is warm)."""
     target = home / "pip-env"
-    reqs = [r for step, _ in plan.install_steps() for r in step]
+    reqs = [r for step in plan.install_steps() for r in step.requirements]
     seconds = None
     for _ in range(2):
         shutil.rmtree(target, ignore_errors=True)

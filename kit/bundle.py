@@ -1,4 +1,4 @@
-"""A bundle: one failing cell of a run as a zip to attach to a bug report."""
+"""A bundle: one failing cell of a run, or a whole run, as a zip to attach to a bug report."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import zipfile
 from pathlib import Path
 
 from kit.cells import Cell
+from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
 from kit.common.errors import UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
+from kit.request import reproduce_command
 from kit.runs import Run, runs_dir
 
 
@@ -18,8 +20,11 @@ def _fmt(x) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
-def markdown(cell: Cell, record: dict, run_manifest: dict, investigation: dict | None) -> str:
-    """The bundle's README: releases, verdict, metrics, first diverging layer, how to reproduce."""
+def markdown(
+    cell: Cell, record: dict, run_manifest: dict, investigation: dict | None, made_by: str | None = None
+) -> str:
+    """The bundle's README: releases, verdict, metrics, first diverging layer, how the artifact was made
+    (``made_by``: the train step whose notebook the bundle holds), how to reproduce."""
     s = record.get("summary") or {}
     saved_fp, loaded_fp = record.get("saved_fingerprint") or {}, record.get("loaded_fingerprint") or {}
     lines = [
@@ -39,6 +44,8 @@ def markdown(cell: Cell, record: dict, run_manifest: dict, investigation: dict |
     lines.append(
         f"| CPU | {(saved_fp.get('cpu') or {}).get('model', '-')} | {(loaded_fp.get('cpu') or {}).get('model', '-')} |"
     )
+    if made_by:
+        lines += ["", f"How the artifact was made: `notebooks/train-mxnet-{cell.saved}.ipynb`, executed as {made_by}."]
     lines += [
         "",
         "## Metrics",
@@ -76,17 +83,16 @@ def markdown(cell: Cell, record: dict, run_manifest: dict, investigation: dict |
                 f"{len(changed)} of {len(params)} parameter(s) did not load as saved"
                 + (": " + ", ".join(f"`{p['name']}` ({p['status']})" for p in changed) if changed else ".")
             )
-    req = run_manifest.get("request", {})
-    forward = " --forward" if record["direction"] == "forward" else ""
-    store = f" --store {req['store']}" if req.get("store") else ""
+    again = reproduce_command(
+        run_manifest.get("request", {}), save=[cell.saved], load=[cell.loaded], cells=[f"{cell.model}:{cell.api}"]
+    )
     lines += [
         "",
         "## Reproduce",
         "",
         "```bash",
         f"mxcompat env create {cell.saved} {cell.loaded}",
-        f"mxcompat run --save {cell.saved} --load {cell.loaded} --models {cell.model} --apis {cell.api}"
-        f"{forward}{store}",
+        again,
         f"mxcompat investigate <run-id> --cell {cell}",
         "```",
         "",
@@ -94,6 +100,28 @@ def markdown(cell: Cell, record: dict, run_manifest: dict, investigation: dict |
         "",
     ]
     return "\n".join(lines)
+
+
+def _train_notebook(run: Run, artifact: Path, release: str) -> Path | None:
+    """The executed notebook that made ``artifact``: kept with it in the store (also when an earlier run
+    trained it), else this run's own train notebook of ``release``."""
+    kept = artifact / TRAIN_NOTEBOOK
+    if kept.is_file():
+        return kept
+    own = run.dir / "train" / f"mxnet-{release}.ipynb"
+    return own if own.is_file() else None
+
+
+def _made_by(train_notebook: Path | None) -> str | None:
+    if train_notebook is None:
+        return None
+    if train_notebook.name == TRAIN_NOTEBOOK:  # kept in the store: its manifest names the step
+        try:
+            saved_by = json.loads((train_notebook.parent / MANIFEST).read_text()).get("saved_by")
+        except (OSError, ValueError):
+            saved_by = None
+        return f"step `{saved_by}`" if saved_by else "an earlier run"
+    return "this run's train step"
 
 
 def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None, out: str | Path | None = None) -> Path:
@@ -113,12 +141,13 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     record = json.loads(record_path.read_text())
     investigation_path = run.dir / "investigate" / f"{cell.slug}.json"
     investigation = json.loads(investigation_path.read_text()) if investigation_path.is_file() else None
+    artifact = Path(manifest["store"]) / cell.saved / cell.model / cell.api
+    artifact_manifest = artifact / MANIFEST
     notebooks = [
-        run.dir / "train" / f"mxnet-{cell.saved}.ipynb",
-        run.dir / "reload" / f"mxnet-{cell.loaded}.ipynb",
-        run.dir / "investigate" / f"{cell.slug}.ipynb",
+        ("train", f"mxnet-{cell.saved}", _train_notebook(run, artifact, cell.saved)),
+        ("reload", f"mxnet-{cell.loaded}", run.dir / "reload" / f"mxnet-{cell.loaded}.ipynb"),
+        ("investigate", cell.slug, run.dir / "investigate" / f"{cell.slug}.ipynb"),
     ]
-    artifact_manifest = Path(manifest["store"]) / cell.saved / cell.model / cell.api / "manifest.json"
     out = Path(out) if out else run.dir / "bundles" / f"{cell.slug}.zip"
     out.parent.mkdir(parents=True, exist_ok=True)
     html_dir = run.dir / "bundles" / ".html"
@@ -126,7 +155,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     root = cell.slug  # every member lives under one folder named by the kit, never by a file's own path
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(f"{root}/README.md", markdown(cell, record, manifest, investigation))
+        z.writestr(f"{root}/README.md", markdown(cell, record, manifest, investigation, _made_by(notebooks[0][2])))
         z.write(record_path, f"{root}/record.json")
         z.writestr(
             f"{root}/fingerprints.json",
@@ -139,12 +168,46 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
             z.write(artifact_manifest, f"{root}/artifact-manifest.json")
         if investigation is not None:
             z.write(investigation_path, f"{root}/investigation.json")
-        for nb in notebooks:
-            if nb.is_file():
-                name = f"{nb.parent.name}-{nb.stem}"
+        for kind, stem, nb in notebooks:
+            if nb is not None and nb.is_file():
+                name = f"{kind}-{stem}"
                 z.write(nb, f"{root}/notebooks/{name}.ipynb")
                 html = html_dir / f"{name}.html"
                 write_html(nb, html)
                 z.write(html, f"{root}/notebooks/{name}.html")
+    tmp.replace(out)
+    return out
+
+
+RUN_BUNDLE_SKIPS = ("bundles", ".lock")
+
+
+def make_run_bundle(run_id: str, *, runs_root: str | Path | None = None, out: str | Path | None = None) -> Path:
+    """Zip a whole run: its folder (notebooks, records, reports, logs) and, from the store, the manifest and
+    the train notebook of every artifact its records checked, under ``store/RELEASE/MODEL/API/``."""
+    from kit.records import load_records
+
+    run = Run(runs_root or runs_dir(), run_id)
+    if not run.exists():
+        raise UsageError(f"no run {run_id} in {run.dir.parent}")
+    manifest = run.read_manifest()
+    run_dir = run.dir.resolve()  # runs/latest is a link
+    out = Path(out) if out else run_dir / "bundles" / f"run-{run_dir.name}.zip"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    root = f"run-{run_dir.name}"
+    # a c_predict cell loads another API's artifact (record field source_api)
+    artifacts = sorted({(r["saved_with"], r["model"], r.get("source_api") or r["api"]) for r in load_records(run_dir)})
+    tmp = out.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(run_dir.rglob("*")):
+            rel = path.relative_to(run_dir)
+            kept = rel.parts[0] not in RUN_BUNDLE_SKIPS and ".tmp" not in path.name  # a writer's temporary file
+            if kept and path.is_file() and not path.is_symlink():
+                z.write(path, f"{root}/{rel.as_posix()}")
+        for saved, model, api in artifacts:
+            folder = Path(manifest["store"]) / saved / model / api
+            for name in (MANIFEST, TRAIN_NOTEBOOK):
+                if (folder / name).is_file():
+                    z.write(folder / name, f"{root}/store/{saved}/{model}/{api}/{name}")
     tmp.replace(out)
     return out

@@ -125,6 +125,8 @@ def env_create(
     def done(result):
         done.count += 1
         click.echo(f"[{done.count}/{len(plans)}] {result.name}: {result.status} in {result.seconds:.1f}s")
+        for note in result.notes:
+            click.secho(f"  {note}", fg="yellow", err=True)
         if result.error is not None:
             failed.append(result)
             click.secho(f"  {result.error}", fg="red", err=True)
@@ -140,7 +142,7 @@ def env_create(
 @env.command("list")
 @handle_errors
 def env_list():
-    """Show every environment: release, Python, numpy, kernel, size, health, fallback."""
+    """Show every environment: release, Python, numpy, matplotlib, pandas, kernel, size, health, fallback."""
     manager = EnvManager()
     rows = []
     for e in manager.list():
@@ -150,6 +152,8 @@ def env_list():
                 e.info("mxnet", "-"),
                 e.info("python", "-"),
                 e.info("numpy", "-"),
+                e.info("matplotlib") or "-",
+                e.info("pandas") or "-",
                 e.kernel_name,
                 human_size(e.size_bytes()),
                 e.state,
@@ -159,7 +163,12 @@ def env_list():
     if not rows:
         click.echo(f"no environments in {manager.home.envs}; create some with `mxcompat env create 1.9.1`")
         return
-    click.echo(format_table(["release", "mxnet", "python", "numpy", "kernel", "size", "health", "fallback"], rows))
+    click.echo(
+        format_table(
+            ["release", "mxnet", "python", "numpy", "matplotlib", "pandas", "kernel", "size", "health", "fallback"],
+            rows,
+        )
+    )
 
 
 @env.command("remove")
@@ -183,7 +192,8 @@ def env_remove(names, all_):
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 16))
 @handle_errors
 def env_doctor(names, jobs):
-    """Re-verify environments: kernel registered, mxnet imports at the expected version, a forward pass runs.
+    """Re-verify environments: kernel registered, mxnet imports at the expected version, a forward pass runs,
+    matplotlib draws and pandas renders a table.
 
     Exits 3 when any environment is unhealthy.
     """
@@ -202,12 +212,18 @@ def env_doctor(names, jobs):
                 probe.get("mxnet", "-"),
                 probe.get("python", "-"),
                 probe.get("numpy", "-"),
+                probe.get("matplotlib") or "-",
+                probe.get("pandas") or "-",
                 fb,
                 "healthy" if h.ok else "UNHEALTHY",
                 "; ".join(h.problems),
             ]
         )
-    click.echo(format_table(["release", "mxnet", "python", "numpy", "fallback", "health", "problems"], rows))
+    click.echo(
+        format_table(
+            ["release", "mxnet", "python", "numpy", "matplotlib", "pandas", "fallback", "health", "problems"], rows
+        )
+    )
     if not all(h.ok for h in healths):
         sys.exit(3)
 
@@ -353,7 +369,13 @@ def run_cmd(
         if given:
             raise UsageError(f"--resume takes the run's own arguments; do not give {', '.join(given)}")
         outcome = matrix.resume(
-            resume_id, jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo
+            resume_id,
+            jobs=jobs,
+            runs_root=runs_dir,
+            executor=executor,
+            scheduler=scheduler,
+            on_event=click.echo,
+            progress_line=None,
         )
     else:
         manager = EnvManager(KitHome())
@@ -386,6 +408,7 @@ def run_cmd(
             executor=executor,
             scheduler=scheduler,
             on_event=click.echo,
+            progress_line=None,
         )
     _report(outcome)
 
@@ -527,7 +550,9 @@ def check_model_cmd(
         f"param_version {manifest['param_version']})"
     )
     req.models = [manifest["model"]]
-    outcome = matrix.run_matrix(req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home)
+    outcome = matrix.run_matrix(
+        req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home, progress_line=None
+    )
     _report(outcome)
 
 
@@ -606,16 +631,31 @@ def bisect_cmd(model, api, good, bad, saved_with, store, run_id, runs_dir, allow
 
 @main.command("bundle")
 @click.argument("run_id")
-@click.option("--cell", required=True, metavar="MODEL/API/SAVED/LOADED")
-@click.option("--out", metavar="PATH", help="Zip to write (default: runs/<run-id>/bundles/<cell>.zip).")
+@click.option("--cell", metavar="MODEL/API/SAVED/LOADED", help="One cell's evidence (default: the whole run).")
+@click.option(
+    "--out", metavar="PATH", help="Zip to write (default: runs/<run-id>/bundles/<cell>.zip or run-<run-id>.zip)."
+)
 @click.option("--runs-dir", metavar="PATH")
 @handle_errors
 def bundle_cmd(run_id, cell, out, runs_dir):
-    """Zip one cell's evidence for a bug report: notebooks, HTML, record, manifests, a Markdown summary."""
-    from kit.bundle import make_bundle
+    """Zip evidence for a bug report; prints the zip's path.
+
+    With --cell: that cell's notebooks (the train notebook that made its artifact too, also when
+    an earlier run trained it) and their HTML, record, manifests and a Markdown summary with the
+    command that reproduces it. Without: the whole run folder, with every checked artifact's
+    manifest and train notebook from the store. RUN_ID may be `latest`.
+
+    \b
+      mxcompat bundle latest --cell lenet/export/1.0.0.post4/1.9.1
+      mxcompat bundle 20261203-020000 --out nightly.zip
+    """
+    from kit.bundle import make_bundle, make_run_bundle
     from kit.cells import Cell
 
-    path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
+    if cell:
+        path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
+    else:
+        path = make_run_bundle(run_id, runs_root=runs_dir, out=out)
     click.echo(str(path))
 
 

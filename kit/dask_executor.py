@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
+from kit import progress
 from kit.common.errors import KitError, UsageError
 from kit.steps import Step, StepResult
 
@@ -73,6 +74,7 @@ class DaskExecutor:
         run=None,
         endpoint_url: str | None = None,
         on_event: Callable[[str], None] = print,
+        on_progress: Callable[[dict], None] | None = None,
         **_,
     ):
         if not scheduler:
@@ -83,7 +85,7 @@ class DaskExecutor:
                 hint="workers share nothing but the store",
             )
         self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run.id, Path(run.dir)
-        self.endpoint_url, self.on_event = endpoint_url, on_event
+        self.endpoint_url, self.on_event, self.on_progress = endpoint_url, on_event, on_progress
         self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
@@ -110,6 +112,8 @@ class DaskExecutor:
         from kit import remote_step
 
         client = _client(self.scheduler)
+        if self.on_progress is not None:  # the workers' step progress (kit.progress), as Dask events
+            client.subscribe_topic(progress.TOPIC, lambda event: self.on_progress(event[1]))
         try:
             info = client.scheduler_info()["workers"]
             names = {addr: str(w.get("name", addr)) for addr, w in info.items()}

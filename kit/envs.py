@@ -47,13 +47,35 @@ class BuildPlan:
     def name(self) -> str:
         return self.release.name
 
-    def install_steps(self) -> list[tuple[list[str], bool]]:
-        """``(requirements, no_deps)`` pairs, in install order."""
+    def install_steps(self) -> list[InstallStep]:
+        """What to install, in order: MXNet with its kernel and plotting packages, then pandas where it installs."""
         ipykernel = releases.ipykernel_for(self.interpreter.minor)
+        libs = releases.debugging_libs_for(self.interpreter.minor)
+        matplotlib, pandas = ([libs[0]], [libs[1]]) if libs else ([], [])
         if self.fallback:
             fb = self.release.fallback
-            return [(list(fb.no_deps), True), (list(fb.requirements) + [ipykernel], False)]
-        return [(list(self.release.requirements) + [ipykernel], False)]
+            base = [InstallStep(list(fb.no_deps), no_deps=True)]
+            reqs = list(fb.requirements)
+        else:
+            base, reqs = [], list(self.release.requirements)
+        steps = base + [InstallStep(reqs + [ipykernel] + matplotlib)]
+        if pandas:
+            # numpy pinned again: pandas must not move the release's numpy to install itself
+            numpy_pins = [r for r in reqs if r.replace(" ", "").lower().startswith("numpy")]
+            steps.append(InstallStep(numpy_pins + pandas, optional=True))
+        return steps
+
+
+@dataclass(frozen=True)
+class InstallStep:
+    """One ``uv pip install``; an optional step that fails is noted in the marker and the build goes on."""
+
+    requirements: list[str]
+    no_deps: bool = False
+    optional: bool = False
+
+    def to_dict(self) -> dict:
+        return {"requirements": list(self.requirements), "no_deps": self.no_deps, "optional": self.optional}
 
 
 @dataclass
@@ -115,6 +137,7 @@ class BuildResult:
     status: str  # created, exists, failed
     seconds: float
     error: KitError | None = None
+    notes: list[str] = field(default_factory=list)  # what an optional install step left out, and why
 
 
 #: run by an environment's interpreter on folders and files: writes their bytecode, skips what does not compile
@@ -235,10 +258,11 @@ class EnvManager:
             if env is not None and not force and self._up_to_date(env, plan):
                 return BuildResult(plan.name, "exists", time.monotonic() - started)
             try:
-                self._build(plan, uv)
+                skipped = self._build(plan, uv)
             except KitError as e:
                 return BuildResult(plan.name, "failed", time.monotonic() - started, e)
-        return BuildResult(plan.name, "created", time.monotonic() - started)
+        notes = [f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in skipped]
+        return BuildResult(plan.name, "created", time.monotonic() - started, notes=notes)
 
     def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
         return (
@@ -246,9 +270,11 @@ class EnvManager:
             and env.release == plan.release
             and env.fallback == plan.fallback
             and kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None
+            and env.marker.get("install_steps") == [step.to_dict() for step in plan.install_steps()]
         )
 
-    def _build(self, plan: BuildPlan, uv: str) -> None:
+    def _build(self, plan: BuildPlan, uv: str) -> list[dict]:
+        """Build ``plan``'s environment; the optional install steps that failed, with their errors."""
         path = self.home.env_dir(plan.name)
         log = self.home.logs / f"env-{plan.name}.log"
         log.write_text(f"# building {plan.name} on {plan.interpreter.path} (fallback={plan.fallback})\n")
@@ -262,9 +288,16 @@ class EnvManager:
             what=f"creating the virtualenv for {plan.name}",
         )
         python = str(path / "bin" / "python")
-        for reqs, no_deps in plan.install_steps():
-            argv = [uv, "pip", "install", "--python", python] + (["--no-deps"] if no_deps else []) + reqs
-            run_logged(argv, log, what=f"installing {' '.join(reqs)} for {plan.name}")
+        skipped = []
+        for step in plan.install_steps():
+            argv = [uv, "pip", "install", "--python", python] + (["--no-deps"] if step.no_deps else [])
+            what = f"installing {' '.join(step.requirements)} for {plan.name}"
+            try:
+                run_logged(argv + step.requirements, log, what=what)
+            except EnvBuildError as e:
+                if not step.optional:
+                    raise
+                skipped.append({"requirements": step.requirements, "error": str(e)})
         purelib = (
             run_logged(
                 [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -290,7 +323,8 @@ class EnvManager:
             what=f"compiling {plan.name}'s packages to bytecode",
         )
         probe = self._probe(Env(plan.name, path, None), log)
-        problems = _probe_problems(probe, plan.release)
+        steps = [step.to_dict() for step in plan.install_steps()]
+        problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
         if problems:
             raise EnvBuildError(
                 f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
@@ -314,11 +348,14 @@ class EnvManager:
                 "source": plan.interpreter.source,
             },
             "probe": probe,
+            "install_steps": steps,
+            "skipped_optional": skipped,
             "kit_version": kit.__version__,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - started, 2),
         }
         write_json_atomic(str(path / MARKER), marker)
+        return skipped
 
     def _probe(self, env: Env, log: Path | None = None) -> dict:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit."""
@@ -384,12 +421,23 @@ class EnvManager:
             probe = self._probe(env)
         except (EnvBuildError, ValueError, subprocess.TimeoutExpired) as e:
             return Health(env.name, False, problems + [str(e)])
-        problems += _probe_problems(probe, env.release)
+        expected = _expected_libs(env.marker.get("install_steps", []), env.marker.get("skipped_optional", []))
+        problems += _probe_problems(probe, env.release, expected)
         return Health(env.name, not problems, problems, probe)
 
 
-def _probe_problems(probe: dict, release: Release) -> list[str]:
+def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:
+    """The debugging libraries a build installed: those its steps asked for, less the optional ones that failed."""
+    left_out = {r for s in skipped for r in s["requirements"]}
+    asked = {r for s in steps for r in s["requirements"] if r not in left_out}
+    return {lib for lib in ("matplotlib", "pandas") if any(r.startswith(lib + "==") for r in asked)}
+
+
+def _probe_problems(probe: dict, release: Release, expected_libs: set[str] = frozenset()) -> list[str]:
     problems = []
+    for lib, does in (("matplotlib", "draw"), ("pandas", "render a table")):
+        if lib in expected_libs and probe.get(lib) is None:
+            problems.append(f"{lib} does not {does}: {probe.get(lib + '_error', 'unknown error')}")
     if probe.get("mxnet") is None:
         problems.append(f"mxnet does not import: {probe.get('mxnet_error', 'unknown error')}")
         return problems

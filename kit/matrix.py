@@ -9,6 +9,7 @@ reports. ``resume`` redoes only the steps that did not finish.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +24,10 @@ from kit.envs import EnvManager
 from kit.executors import executor_class, get_executor
 from kit.home import KitHome
 from kit.plan import plan, waves
+from kit.progress import PROGRESS_DIR, LiveProgress
 from kit.records import classify, load_allow_list, load_records
 from kit.request import RunRequest, check_environments, check_writable, validate
-from kit.runs import Run, new_run_id, runs_dir
+from kit.runs import LATEST, Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
 EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
@@ -54,10 +56,13 @@ class Execution:
     scheduler: str | None = None  # the Dask scheduler's address, for executor="dask"
     home: KitHome | None = None
     on_event: Callable[[str], None] = print
+    progress_line: bool | None = False  # a live line per running step; None: when stdout is a terminal
 
     def __post_init__(self):
         self.home = self.home or KitHome()
         self.remote = executor_class(self.executor).remote
+        self.live = LiveProgress(None, self.on_event, stream=sys.stdout, enabled=self.progress_line)
+        self.on_event = self.live.echo  # lines print above the live ones
 
     def executor_for(self, req: RunRequest, run: Run):
         """The executor, reached now (an unreachable cluster fails before any work)."""
@@ -68,6 +73,7 @@ class Execution:
             home=self.home,
             run=run,
             on_event=self.on_event,
+            on_progress=self.live.update,
             scheduler=self.scheduler,
         )
 
@@ -78,6 +84,8 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
     validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
     root = how.runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
+    if run.id == LATEST:
+        raise UsageError(f"{LATEST} names the link to the newest run", hint="pick another --run-id")
     if run.exists():
         raise UsageError(
             f"run {run.id} already exists in {run.dir.parent}",
@@ -105,6 +113,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
         }
         run.write_manifest(manifest)
+        run.mark_latest()
         return _execute(run, manifest, req, runner, how)
     finally:
         runner.close()
@@ -154,12 +163,13 @@ def resume(run_id: str, **options) -> RunOutcome:
 class _Progress:
     """Writes each finished step into the manifest at once and says it in one line."""
 
-    def __init__(self, run: Run, manifest: dict, on_event: Callable[[str], None]):
-        self.run, self.manifest, self.on_event = run, manifest, on_event
+    def __init__(self, run: Run, manifest: dict, on_event: Callable[[str], None], live: LiveProgress):
+        self.run, self.manifest, self.on_event, self.live = run, manifest, on_event, live
         self.total = len(manifest["order"])
         self.done = sum(1 for e in manifest["steps"].values() if e["status"] in FINISHED)
 
     def __call__(self, result: StepResult) -> None:
+        self.live.finished(result.id)
         entry = self.manifest["steps"][result.id]
         entry.update(
             status=result.status,
@@ -192,7 +202,8 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
         Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
         for i in manifest["order"]
     ]
-    progress = _Progress(run, manifest, how.on_event)
+    how.live.directory = run.dir / PROGRESS_DIR
+    progress = _Progress(run, manifest, how.on_event, how.live)
     here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
     started = time.monotonic()
     models, apis = (req.models or None, req.apis or None) if req.reload_only else req.stored_scope
@@ -208,6 +219,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
         todos.append(todo)
     executor.start([s.kernel for todo in todos for s in todo if not (how.remote and s.runs_on_host)])
     try:
+        how.live.start()
         for i, todo in enumerate(todos):
             later = [s.kernel for s in (todos[i + 1] if i + 1 < len(todos) else [])]
             on_host = [s for s in todo if s.runs_on_host]
@@ -216,6 +228,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
             executor.run([s for s in todo if not s.runs_on_host], progress, then=[s.kernel for s in on_host] + later)
             here.run(on_host, progress, then=later)
     finally:
+        how.live.stop()
         if here is not executor:
             here.close()
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)

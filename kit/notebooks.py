@@ -6,11 +6,35 @@ from pathlib import Path
 
 import nbformat
 import papermill
+from papermill.engines import NBClientEngine, papermill_engines
 
 from kit import kernelspecs
 from kit.home import REPO_ROOT, KitHome
+from kit.progress import StepProgress
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
+ENGINE = "mxcompat"
+
+
+class ProgressEngine(NBClientEngine):
+    """papermill's nbclient engine that also tells a :class:`~kit.progress.StepProgress` each cell it starts."""
+
+    @classmethod
+    def execute_managed_notebook(cls, nb_man, kernel_name, progress: StepProgress | None = None, **kwargs):
+        if progress is not None:
+            total = len(nb_man.nb.cells)
+            cell_start = nb_man.cell_start
+
+            def started(cell, cell_index=None, **kw):
+                progress.cell_started(cell_index or 0, total)
+                return cell_start(cell, cell_index, **kw)
+
+            nb_man.cell_start = started
+            kwargs["stdout_file"] = progress
+        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+
+papermill_engines.register(ENGINE, ProgressEngine)
 
 
 _WARM: dict = {}  # kernel name -> a KernelManager whose kernel was started ahead of its step (this process only)
@@ -18,7 +42,10 @@ KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: n
 #: what a kernel started ahead of its step imports while the previous step runs: its notebook's first imports.
 #: An import that fails here only prints; the notebook's own import then fails with the cause.
 WARM_IMPORTS = {
-    "release": "import mxnet, kit.kernel.train_run, kit.kernel.reload_run",
+    # the notebooks' plots and tables too; pandas only where it installed
+    "release": "import mxnet, kit.kernel.train_run, kit.kernel.reload_run, kit.kernel.plots; "
+    "import matplotlib.figure, matplotlib.backends.backend_agg\n"
+    "try:\n    import pandas\nexcept ImportError:\n    pass",
     kernelspecs.HOST_KERNEL: "import kit.summary",
 }
 
@@ -73,12 +100,14 @@ def run_notebook(
     cwd: str | Path | None = None,
     start_timeout: int = 180,
     execution_timeout: int | None = None,
+    progress: StepProgress | None = None,
 ):
     """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
 
     The executed copy records the kernel it ran on, so opening it in Jupyter picks
     that release's kernel. papermill's error (``PapermillExecutionError``) is raised
-    after the executed copy, with the failing cell, is written.
+    after the executed copy, with the failing cell, is written. ``progress`` learns each cell
+    started and the kernel's printed lines.
     """
     home = home or KitHome()
     output = Path(output)
@@ -93,10 +122,12 @@ def run_notebook(
             parameters=parameters,
             kernel_name=kernel_name,
             cwd=str(cwd) if cwd else None,
+            engine_name=ENGINE,
             progress_bar=False,
             start_timeout=start_timeout,
             execution_timeout=execution_timeout,
             km=km,
+            progress=progress,
         )
     finally:
         _shutdown(km)  # nbclient leaves a kernel manager it was given running

@@ -7,6 +7,7 @@ from pathlib import Path
 from kit import kernelspecs
 from kit.common.errors import UsageError
 from kit.common.versions import direction
+from kit.progress import progress_path
 from kit.notebooks import NOTEBOOKS
 from kit.request import RunRequest
 from kit.runs import Run
@@ -24,6 +25,7 @@ def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on
         kernel=f"{kernelspecs.KERNEL_PREFIX}{release}",
         parameters={"release": release, **parameters},
         depends_on=list(depends_on),
+        progress=progress_path(run.dir, f"{kind}:{release}"),
     )
 
 
@@ -38,7 +40,10 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
         train["cells"] = [f"{m}:{a}" for m, a in req.saved_cells()]
     if req.epochs:
         train["epochs"] = req.epochs
-    steps = [release_step("train", release, run, train) for release in ([] if req.reload_only else req.save)]
+    steps = [
+        release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"))
+        for release in ([] if req.reload_only else req.save)
+    ]
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis
     for release in req.load:
@@ -75,6 +80,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             kernel=kernelspecs.HOST_KERNEL,
             parameters={"run_dir": str(run.dir)},
             depends_on=[s.id for s in steps],
+            progress=progress_path(run.dir, "summary"),
         )
     )
     return steps

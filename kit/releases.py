@@ -79,6 +79,27 @@ def ipykernel_for(python: str) -> str:
     return "ipykernel>=7,<8"
 
 
+#: matplotlib and pandas for a kernel's Python, pinned to wheels that import beside the release table's numpy
+#: (measured: 2.2.5/0.25.3 on 3.6 with numpy 1.13.3, 3.2.2/1.0.5 on 3.7 with 1.14.6, 3.9.4/2.2.3 on 3.11 with 1.23.5)
+_DEBUGGING_LIBS = (
+    ((3, 6), ("matplotlib==2.2.5", "pandas==0.25.3")),
+    ((3, 7), ("matplotlib==3.2.2", "pandas==1.0.5")),
+    ((3, 9), ("matplotlib==3.7.5", "pandas==2.0.3")),
+    ((3, 13), ("matplotlib==3.9.4", "pandas==2.2.3")),
+)
+
+
+def debugging_libs_for(python: str) -> tuple[str, str] | None:
+    """``(matplotlib pin, pandas pin)`` for a kernel on ``python``; None where the kit knows no wheels."""
+    major_minor = tuple(int(p) for p in python.split(".")[:2])
+    if major_minor < (3, 6):
+        return None
+    for newest, pins in _DEBUGGING_LIBS:
+        if major_minor <= newest:
+            return pins
+    return None
+
+
 def _table_release(name, python, numpy, quirks=(), fallback=True):
     libs = ("libgomp", "libquadmath") if at_least(name, "1.7.0") else ("libgomp",)
     fb = None

@@ -16,6 +16,7 @@ name, so workers on one machine can act as separate machines), else
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -25,11 +26,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
-from kit import child_env
+from kit import child_env, progress
 from kit import store as store_mod
 from kit.envs import EnvBuildError, EnvManager
 from kit.common.capabilities import split_pin
@@ -154,6 +156,28 @@ def started_prefix(run_id: str, step_id: str) -> str:
     return f"{store_mod.RUNS_PREFIX}/{run_id}/started/{step_id.replace(':', '-')}"
 
 
+@contextlib.contextmanager
+def _progress_to_client(path: str):
+    """While the step runs, send its progress file's changes to the client as Dask events."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker (a test calling run_remote itself)
+        yield
+        return
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=progress.forward_file, args=(path, lambda state: worker.log_event(progress.TOPIC, state), stop)
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def run_remote(task: dict) -> dict:
     """Run one step where this function is called (a Dask worker); see the module's docstring."""
     started = time.monotonic()
@@ -193,8 +217,10 @@ def run_remote(task: dict) -> dict:
         parameters=params,
         output=str(scratch / task["output_rel"]),
         notebook=str(NOTEBOOKS / task["notebook_name"]),
+        progress=progress.progress_path(scratch, step["id"]),  # a dot folder: never uploaded
     )
-    result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
+    with _progress_to_client(local["progress"]):
+        result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
         pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis)["uploaded"]

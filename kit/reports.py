@@ -9,6 +9,7 @@ from xml.etree import ElementTree as ET
 from kit import migration
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.records import is_failure
+from kit.request import reproduce_command
 
 EXIT_MEANINGS = {0: "compatible", 1: "regressions found"}
 COLUMNS = [
@@ -190,13 +191,7 @@ def write_markdown(
                 f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
                 f"log: `logs/{i.replace(':', '-')}.log`)"
             )
-    again = f"mxcompat run --save {','.join(req['save'])} --load {','.join(req['load'])}"
-    for flag, values in (("--models", req.get("models")), ("--apis", req.get("apis"))):
-        if values:
-            again += f" {flag} {','.join(values)}"
-    if req.get("store"):
-        again += f" --store {req['store']}"
-    lines += ["", f"Reproduce: `{again}{' --forward' if req['forward'] else ''}`", ""]
+    lines += ["", f"Reproduce: `{reproduce_command(req)}`", ""]
     path.write_text("\n".join(lines))
 
 

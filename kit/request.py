@@ -234,3 +234,37 @@ def parse_tolerance(text: str | None) -> dict:
         return tolerance_mod.validate(data)
     except tolerance_mod.ToleranceError as e:
         raise UsageError(f"bad --tolerance: {e}") from None
+
+
+def reproduce_command(request: dict, *, save=None, load=None, cells=None) -> str:
+    """The ``mxcompat run`` line that asks again what ``request`` (a run manifest's) asked, with every option
+    that can change a verdict (tolerance, allow-list, forward, store, epochs, versions); ``save``, ``load`` and
+    ``cells`` narrow it, e.g. to one cell of a bundle."""
+    import shlex
+
+    named_save = save is not None
+    save = request.get("save") if save is None else save
+    load = request.get("load") if load is None else load
+    parts = ["mxcompat", "run"]
+    if save and (named_save or not request.get("reload_only")):
+        parts += ["--save", ",".join(save)]
+    parts += ["--load", ",".join(load)]
+    if cells is not None:
+        parts += ["--cells", ",".join(cells)]
+    else:
+        for flag, key in (("--models", "models"), ("--apis", "apis"), ("--cells", "cells")):
+            if request.get(key):
+                parts += [flag, ",".join(request[key])]
+    if request.get("tolerance"):
+        parts += ["--tolerance", json.dumps(request["tolerance"], sort_keys=True, separators=(",", ":"))]
+    if request.get("allow_list"):
+        parts += ["--allow-list", request["allow_list"]]
+    if request.get("epochs"):
+        parts += ["--epochs", str(request["epochs"])]
+    if request.get("versions", "current") != "current":
+        parts += ["--versions", request["versions"]]
+    if request.get("store"):
+        parts += ["--store", request["store"]]
+    if request.get("forward"):
+        parts.append("--forward")
+    return " ".join(shlex.quote(p) for p in parts)

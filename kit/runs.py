@@ -13,6 +13,7 @@ from kit.common.errors import UsageError
 from kit.home import REPO_ROOT
 
 RUN_MANIFEST = "run.json"
+LATEST = "latest"  # runs/latest: a link to the newest run's folder
 
 
 def runs_dir() -> Path:
@@ -65,6 +66,17 @@ class Run:
             fcntl.flock(self._lock_file, fcntl.LOCK_UN)
             self._lock_file.close()
             self._lock_file = None
+
+    def mark_latest(self) -> None:
+        """Point ``<runs>/latest`` at this run's folder (a relative link, replaced atomically)."""
+        link = self.dir.parent / LATEST
+        if link.exists() and not link.is_symlink():
+            raise UsageError(f"{link} is a folder, not the link to the newest run", hint="rename it")
+        tmp = self.dir.parent / f".{LATEST}.tmp-{os.getpid()}"
+        if tmp.is_symlink():
+            tmp.unlink()
+        os.symlink(self.id, tmp)
+        os.replace(tmp, link)
 
     def read_manifest(self) -> dict:
         try:

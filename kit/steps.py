@@ -36,6 +36,7 @@ class Step:
     kernel: str
     parameters: dict
     depends_on: list[str] = field(default_factory=list)
+    progress: str | None = None  # the file its live progress goes to (kit.progress)
 
     @property
     def runs_on_host(self) -> bool:
@@ -127,8 +128,28 @@ MAX_KERNEL_DEATHS = 50
 
 
 def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
+    result = _execute_notebook(step, home_root, next_kernels)
+    if step["kind"] == "train" and step["parameters"].get("saved_by") and os.path.isfile(step["output"]):
+        try:
+            keep_train_notebook(step)
+        except (OSError, ValueError) as e:  # the artifacts are saved; the evidence of how must not vanish unsaid
+            result.update(status="failed", error=f"could not keep {step['output']} with its artifacts: {e}")
+            result["error_type"] = type(e).__name__
+    return result
+
+
+def keep_train_notebook(step: dict) -> int:
+    """Copy a train step's executed notebook into each artifact it saved (see LocalStore.keep_train_notebook)."""
+    from kit.store import LocalStore
+
+    params = step["parameters"]
+    return LocalStore(params["store"]).keep_train_notebook(step["output"], params["saved_by"], step["release"])
+
+
+def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
     from kit.home import KitHome
     from kit.notebooks import prestart, run_notebook
+    from kit.progress import StepProgress
 
     child_env.scrub_for_kernels()
     started, started_at = time.monotonic(), precise_now()
@@ -140,8 +161,16 @@ def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
     last = None
     while True:
         attempt += 1
+        progress = StepProgress(step["progress"], step["id"]) if step.get("progress") else None
         try:
-            run_notebook(step["notebook"], step["output"], step["kernel"], step["parameters"], home=KitHome(home_root))
+            run_notebook(
+                step["notebook"],
+                step["output"],
+                step["kernel"],
+                step["parameters"],
+                home=KitHome(home_root),
+                progress=progress,
+            )
             return StepResult(
                 step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths, started_at=started_at
             ).to_dict()
@@ -160,6 +189,9 @@ def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
             if not is_retryable(e) or attempt >= ATTEMPTS:
                 break
             time.sleep(1.0 * attempt)
+        finally:
+            if progress is not None:
+                progress.close()
     message = str(last).strip()
     if not message:
         message = traceback.format_exception_only(type(last), last)[-1].strip()

@@ -115,6 +115,22 @@ class LocalStore:
             return [f"manifest.json: {e}"]
         return artifacts.verify(str(self.path(ref)), manifest)
 
+    def keep_train_notebook(self, notebook: str | os.PathLike, saved_by: str, release: str) -> int:
+        """Copy the executed train notebook into every artifact of ``release`` its step saved (manifest
+        ``saved_by``), hashed in the manifest, so it is pushed, pulled and bundled with them; how many."""
+        kept = 0
+        for ref in self.refs():
+            if ref.release != release or ref.version is not None:
+                continue
+            try:
+                manifest = self.manifest(ref)
+            except (OSError, ValueError):
+                continue  # a broken artifact is reported as corrupt by the reload, not here
+            if manifest.get("saved_by") == saved_by:
+                artifacts.attach_file(str(self.path(ref)), artifacts.TRAIN_NOTEBOOK, str(notebook))
+                kept += 1
+        return kept
+
     def write_index(self) -> dict:
         index = build_index(self)
         self.root.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
 from kit.common.verdicts import SEVERITY  # noqa: E402
 from kit.records import classify, load_allow_list, load_records, worst  # noqa: E402
+from kit.runs import runs_dir  # noqa: E402
 
 COLOURS = {
     "identical": "#1a9850",
@@ -60,9 +61,23 @@ class RunData:
         return sorted(self.df[column].unique(), key=sort_key)
 
 
+def find_run(run_dir: str | Path) -> Path:
+    """``run_dir`` as given, or, when relative and not found from here (a notebook opened in notebooks/),
+    under the runs folder or beside it: ``runs/latest`` and ``latest`` both name the newest run."""
+    path = Path(run_dir)
+    candidates = [path] if path.is_absolute() else [path, runs_dir().parent / path, runs_dir() / path]
+    for candidate in candidates:
+        if (candidate / "run.json").is_file():
+            return candidate
+    raise ValueError(
+        f"no run folder at {run_dir} (looked in {', '.join(str(c) for c in candidates)}); "
+        "runs/latest appears with the first `mxcompat run`"
+    )
+
+
 def load(run_dir: str | Path) -> RunData:
     pd.set_option("display.max_colwidth", None)  # errors and fingerprints are read whole, not cut at 50 chars
-    data = RunData(run_dir)
+    data = RunData(find_run(run_dir))
     if data.df.empty:
         raise ValueError(f"run {run_dir} has no records: no reload step finished")
     return data

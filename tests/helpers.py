@@ -25,3 +25,42 @@ def kit_env(home: Path | str | None = None, env: dict | None = None) -> dict:
 def start_kit(args, *, home: Path | str | None = None, env: dict | None = None, **popen_kwargs) -> subprocess.Popen:
     """``python -m kit ARGS`` started in the repository root and not waited for (``popen_kwargs`` go to Popen)."""
     return subprocess.Popen([sys.executable, "-m", "kit", *args], env=kit_env(home, env), cwd=REPO, **popen_kwargs)
+
+
+def run_kit_in_terminal(*args, home: Path | str | None = None, env: dict | None = None, timeout: float = 900):
+    """``python -m kit ARGS`` on a pseudo-terminal (200 columns); its exit code and everything it drew."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kit", *args],
+        env=kit_env(home, env),
+        cwd=REPO,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([leader], [], [], 1.0)[0]:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the process ended and the terminal closed
+                break
+            if not chunk:
+                break
+            out += chunk
+        else:
+            proc.kill()
+    finally:
+        os.close(leader)
+    return proc.wait(timeout=60), out.decode(errors="replace")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWEST, OLDEST, read_records, require_python, run_cli
-from helpers import start_kit
+from helpers import run_kit_in_terminal, start_kit
 
 pytestmark = pytest.mark.envs
 
@@ -211,9 +211,10 @@ def test_load_alone_reloads_what_the_shared_store_holds_on_a_worker(dask_run, cl
     """A reload-only run on the cluster: no train step, the stored releases found in the S3 store."""
     args = ["run", "--runs-dir", str(cluster["runs"]), "--load", NEWEST, "--store", f"s3://{BUCKET}/m"]
     args += ["--run-id", "load-only", "--executor", "dask", "--scheduler", cluster["address"]]
-    proc = run_cli(*args, home=cluster["home"], env=cli_env(cluster), timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"reloading what the store holds of 2 release(s): {OLDEST}, {NEWEST}" in proc.stdout
+    code, text = run_kit_in_terminal(*args, home=cluster["home"], env=cli_env(cluster), timeout=1200)
+    assert code == 0, text[-3000:]
+    assert f"reloading what the store holds of 2 release(s): {OLDEST}, {NEWEST}" in text
+    assert f"reload:{NEWEST}: cell " in text  # the worker's progress, sent to the client as Dask events
     manifest = json.loads((cluster["runs"] / "load-only" / "run.json").read_text())
     assert manifest["order"] == [f"reload:{NEWEST}", "summary"]
     records = read_records(cluster["runs"] / "load-only")

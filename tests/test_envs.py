@@ -67,7 +67,8 @@ def test_list_and_doctor(built_envs, kit_home):
     listing = run_cli("env", "list", home=kit_home, check=True).stdout
     rows = {line.split()[0]: line.split() for line in listing.splitlines()[2:]}
     assert rows[OLDEST][1:4] == ["1.0.0", rows[OLDEST][2], "1.13.3"] and rows[OLDEST][2].startswith("3.6")
-    assert rows[OLDEST][4] == f"mxnet-{OLDEST}" and rows[OLDEST][-2:] == ["ready", "no"]
+    assert rows[OLDEST][4:7] == ["2.2.5", "0.25.3", f"mxnet-{OLDEST}"] and rows[OLDEST][-2:] == ["ready", "no"]
+    assert rows[NEWEST][4:7] == ["3.9.4", "2.2.3", f"mxnet-{NEWEST}"]  # matplotlib and pandas, pinned per Python
     assert rows[NEWEST][1] == "1.9.1" and rows[NEWEST][-2:] == ["ready", "no"]
     doctor = run_cli("env", "doctor", OLDEST, NEWEST, home=kit_home)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr

@@ -8,6 +8,7 @@ import shutil
 import zipfile
 
 import mistune
+import nbformat
 import pytest
 
 from conftest import NEWEST, OLDEST, run_cli, scale_weight
@@ -83,8 +84,35 @@ def test_investigate_localizes_the_perturbed_layer(regressed_run, investigated):
     changed = [p for p in result["parameters"] if p["status"] != "same"]
     assert [p["name"] for p in changed] == ["lenet_dense0_weight"]
     assert abs(changed[0]["loaded_std"] / changed[0]["saved_std"] - 1.5) < 1e-3
-    nb = (regressed_run["runs"] / "regressed" / "investigate" / f"{slug}.ipynb").read_text()
-    assert "<polyline" in nb and "lenet_dense0_fwd" in nb
+    nb = nbformat.read(regressed_run["runs"] / "regressed" / "investigate" / f"{slug}.ipynb", as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == f"mxnet-{NEWEST}"
+    assert _figures(nb) == 3  # error growth, per-layer heatmap, worst elements: matplotlib PNGs
+    tables = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "<td>lenet_dense0_fwd</td>" in tables and "dataframe" in tables  # pandas DataFrames
+
+
+def _figures(nb):
+    return sum(
+        1
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if o.get("data", {}).get("image/png", "").startswith("iVBORw0KGgo")  # base64 of the PNG signature
+    )
+
+
+def test_investigate_plots_with_matplotlib_in_the_oldest_kernel(regressed_run, kit_home):
+    same = f"lenet/export/{OLDEST}/{OLDEST}"
+    proc = run_cli(
+        "investigate", "regressed", "--cell", same, "--runs-dir", str(regressed_run["runs"]), home=kit_home, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the weights were changed after 1.0.0.post4 saved its reference: the same layer shows, in the oldest kernel
+    assert "first node past tolerance: #7 lenet_dense0_fwd (op FullyConnected" in proc.stdout
+    path = regressed_run["runs"] / "regressed" / "investigate" / f"{OLDEST}__lenet__export__{OLDEST}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == f"mxnet-{OLDEST}"
+    assert _figures(nb) == 3  # error growth, per-layer heatmap, worst elements
+    assert not [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
 
 def test_bundle_holds_what_it_promises(regressed_run, investigated, kit_home):
@@ -113,7 +141,9 @@ def test_bundle_holds_what_it_promises(regressed_run, investigated, kit_home):
     assert record["verdict"] in ("drift", "mismatch")
     assert f"**{record['verdict']}**" in readme and f"MXNet **{OLDEST}**" in readme
     assert "`lenet_dense0_fwd` (op `FullyConnected`" in readme
-    assert f"mxcompat run --save {OLDEST} --load {NEWEST} --models lenet --apis export" in readme
+    # the one cell again, on the run's own store
+    assert f"mxcompat run --save {OLDEST} --load {NEWEST} --cells lenet:export " in readme
+    assert f"--store {regressed_run['store']}" in readme
     html = mistune.html(readme)
     assert html.count("<table>") == 2 and "<h2>Reproduce</h2>" in html and "<pre><code" in html
 

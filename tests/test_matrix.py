@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import nbformat
 import pytest
 
 from conftest import NEWEST, OLDEST, REPO, read_records, run_cli, scale_weight
+from helpers import run_kit_in_terminal
 
 pytestmark = pytest.mark.envs
 
@@ -112,12 +115,84 @@ def test_summary_notebook_shows_figures_and_tables(first_run):
     assert "1.0.0.post4" in html and "MKLDNN" in html
 
 
-def test_jobs_2_gives_the_same_records_as_jobs_1(first_run, kit_home):
+@pytest.fixture(scope="module")
+def serial_run(first_run, kit_home):
+    """The same request again, one job: its baselines come from the store (first_run trained them)."""
     runs, store = first_run["runs"], first_run["store"]
     proc = run(kit_home, runs, "--save", SAVE, "--run-id", "serial", "--store", str(store), "--jobs", "1")
+    return {"proc": proc, "dir": runs / "serial", "runs": runs, "store": store}
+
+
+def test_jobs_2_gives_the_same_records_as_jobs_1(first_run, serial_run):
+    proc = serial_run["proc"]
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"train:{OLDEST}: cached" in proc.stdout  # baselines are frozen: not retrained
-    assert comparable(read_records(runs / "serial")) == comparable(read_records(first_run["dir"]))
+    assert comparable(read_records(serial_run["dir"])) == comparable(read_records(first_run["dir"]))
+    assert "cell 1/" not in proc.stdout  # no live progress lines when stdout is not a terminal
+
+
+def test_the_train_notebook_travels_with_its_artifacts(first_run, serial_run, kit_home):
+    store = first_run["store"]
+    artifact = store / NEWEST / "lenet" / "export"
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["saved_by"] == f"first/train:{NEWEST}"
+    kept = nbformat.read(artifact / "train.ipynb", 4)
+    assert kept.metadata["papermill"]["parameters"]["saved_by"] == f"first/train:{NEWEST}"
+    from kit.common.artifacts import sha256_file
+
+    assert manifest["files"]["train.ipynb"] == sha256_file(str(artifact / "train.ipynb"))
+    assert not (serial_run["dir"] / "train" / f"mxnet-{NEWEST}.ipynb").exists()  # serial trained nothing
+
+    cell = f"lenet/export/{OLDEST}/{NEWEST}"
+    proc = run_cli("bundle", "serial", "--cell", cell, "--runs-dir", str(serial_run["runs"]), home=kit_home)
+    assert proc.returncode == 0, proc.stderr
+    slug = f"{OLDEST}__lenet__export__{NEWEST}"
+    with zipfile.ZipFile(proc.stdout.strip().splitlines()[-1]) as z:
+        names = set(z.namelist())
+        readme = z.read(f"{slug}/README.md").decode()
+        train = nbformat.reads(z.read(f"{slug}/notebooks/train-mxnet-{OLDEST}.ipynb").decode(), 4)
+    assert f"{slug}/notebooks/train-mxnet-{OLDEST}.html" in names
+    assert train.metadata["kernelspec"]["name"] == f"mxnet-{OLDEST}"  # the cached baseline's own notebook
+    assert f"executed as step `first/train:{OLDEST}`" in readme
+    assert f"mxcompat run --save {OLDEST} --load {NEWEST} --cells lenet:export --store {store}" in readme
+
+
+def test_runs_latest_and_a_whole_run_bundle(first_run, serial_run, kit_home):
+    runs = first_run["runs"]
+    latest = runs / "latest"
+    assert latest.is_symlink() and os.readlink(latest) == "serial"  # the newest run so far
+    proc = run_cli("bundle", "serial", "--runs-dir", str(runs), home=kit_home)
+    assert proc.returncode == 0, proc.stderr
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path == runs / "serial" / "bundles" / "run-serial.zip"
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+    for member in ("run.json", "summary.md", "summary.html", "records.csv", f"reload/mxnet-{NEWEST}.ipynb"):
+        assert f"run-serial/{member}" in names, member
+    records = read_records(runs / "serial")
+    assert sum(1 for n in names if n.startswith("run-serial/records/")) == len(records)
+    checked = [r for r in records.values() if r["verdict"] != "unsupported"]  # each loaded an artifact
+    assert any(r["api"] == "c_predict" for r in checked)
+    for saved, model, api in {(r["saved_with"], r["model"], r["source_api"] or r["api"]) for r in checked}:
+        assert f"run-serial/store/{saved}/{model}/{api}/manifest.json" in names
+    assert f"run-serial/store/{OLDEST}/lenet/export/train.ipynb" in names
+    assert not [n for n in names if "/bundles/" in n or n.endswith(".lock")]
+    refused = run(kit_home, runs, "--save", NEWEST, "--run-id", "latest")
+    assert refused.returncode == 2 and "names the link to the newest run" in refused.stderr
+
+
+def test_a_terminal_sees_a_live_line_per_running_step(first_run, kit_home):
+    """Under a pseudo-terminal the run draws each running step's cells and last kernel line."""
+    args = ["--save", OLDEST, "--load", NEWEST, "--models", "lenet", "--store", str(first_run["store"])]
+    code, text = run_kit_in_terminal(
+        "run", "--runs-dir", str(first_run["runs"]), "--run-id", "tty", *args, home=kit_home, timeout=600
+    )
+    assert code == 0, text[-3000:]
+    # papermill's cell events, drawn while the step ran (the kernel's own lines beside them are drawn when a
+    # poll catches one; tests/test_progress.py proves those without a race)
+    assert re.search(rf"reload:{re.escape(NEWEST)}: cell \d+/\d+ \d\d:\d\d", text), text[-3000:]
+    assert f"[2/3] reload:{NEWEST}: ok" in text
+    assert not list((first_run["runs"] / "tty").glob(".progress/*.json"))  # each step's file ends with it
 
 
 def test_killed_run_is_resumed_without_redoing_finished_steps(first_run, kit_home):
@@ -198,7 +273,9 @@ def test_regressions_exit_1_unless_allowed_until_expiry(first_run, kit_home, tmp
     allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known, tracked upstream\n  expires: 2999-01-01\n")
     allowed = run(kit_home, runs, *args, "--run-id", "allowed", "--allow-list", str(allow))
     assert allowed.returncode == 0 and f"allowed {cell}" in allowed.stdout
-    assert "known, tracked upstream" in (runs / "allowed" / "summary.md").read_text()
+    md = (runs / "allowed" / "summary.md").read_text()
+    assert "known, tracked upstream" in md
+    assert f"--models mlp --apis save_params --allow-list {allow} --store {store}`" in md  # reproduce: same verdicts
     allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known\n  expires: 2020-01-01\n")
     expired = run(kit_home, runs, *args, "--run-id", "expired", "--allow-list", str(allow))
     assert expired.returncode == 1

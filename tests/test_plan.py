@@ -32,12 +32,14 @@ def test_train_per_saving_release_reload_per_loading_release_then_the_summary(tm
     train = by_id["train:1.9.1"]
     assert train.kernel == "mxnet-1.9.1" and train.notebook.endswith("notebooks/train.ipynb")
     assert train.output == str(run.dir / "train" / "mxnet-1.9.1.ipynb")
+    assert train.progress == str(run.dir / ".progress" / "train-1.9.1.json")
     assert train.parameters == {
         "release": "1.9.1",
         "models": ["mlp"],
         "apis": ["export", "save_parameters", "save_params", "module_checkpoint"],
         "store": str(tmp_path / "store"),
         "retrain": False,
+        "saved_by": f"{run.id}/train:1.9.1",  # the manifests name it: its notebook is kept with them
     }
     assert by_id["summary"].runs_on_host and not train.runs_on_host
 

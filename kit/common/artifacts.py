@@ -2,7 +2,8 @@
 
 An artifact is what one (release, model, API) saved, in ``<store>/<release>/<model>/<api>/``:
 the saved files, ``reference.npz`` (inputs and the outputs the saving release
-produced) and ``manifest.json``. A folder is built beside its final place and
+produced), ``train.ipynb`` (the executed notebook that made it, added by the kit when
+its step ends) and ``manifest.json``. A folder is built beside its final place and
 renamed into it, so a crash never leaves a half artifact that looks complete.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 
 MANIFEST = "manifest.json"
 REFERENCE = "reference.npz"
+TRAIN_NOTEBOOK = "train.ipynb"
 SCHEMA = 1
 
 
@@ -157,6 +159,18 @@ def commit_dir(tmp, final, archive=None):
         os.rename(old, keep)
     else:
         shutil.rmtree(old)
+
+
+def attach_file(folder, name, source):
+    """Copy ``source`` into the artifact ``folder`` as ``name`` and hash it in the manifest (rewritten atomically)."""
+    manifest = read_json(os.path.join(folder, MANIFEST))
+    tmp = os.path.join(folder, ".%s.tmp" % name)
+    shutil.copyfile(source, tmp)
+    os.rename(tmp, os.path.join(folder, name))
+    files = dict(manifest.get("files") or {})
+    files[name] = sha256_file(os.path.join(folder, name))
+    manifest["files"] = files
+    write_json_atomic(os.path.join(folder, MANIFEST), manifest)
 
 
 def hash_files(folder, names):

@@ -197,15 +197,6 @@ def param_diff(saved, arg, aux):
     return rows
 
 
-def error_series(result, floor=1e-12):
-    """``{"max abs error": [...]}`` per node in order, floored so a log scale can show identical nodes."""
-    return {
-        "max abs error": [
-            max(r.get("max_abs") or 0.0, floor) if r.get("max_abs") is not None else 1.0 for r in result["rows"]
-        ]
-    }
-
-
 def headline(result):
     """One sentence: where the difference starts (or that no node diverges)."""
     first = result["first_divergence"]

@@ -1,7 +1,9 @@
 """Health probe run inside an environment: ``python -m kit.kernel.probe [RELEASE]``.
 
-Imports MXNet, runs a tiny forward pass checked against numpy, and prints one
-JSON line: the fingerprint plus ``forward_ok`` and ``forward_max_abs_error``.
+Imports MXNet, runs a tiny forward pass checked against numpy, draws a figure
+with matplotlib and builds a pandas DataFrame, and prints one JSON line: the
+fingerprint plus ``forward_ok``, ``forward_max_abs_error``, ``matplotlib`` and
+``pandas`` (their versions, None with ``*_error`` where they fail).
 """
 
 import json
@@ -25,6 +27,34 @@ def forward_check():
     return err <= 1e-4, err
 
 
+def plotting_check():
+    """matplotlib's version after drawing a line to PNG in memory (also builds its font cache once)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [1, 0])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    if not buf.getvalue().startswith(b"\x89PNG"):
+        raise RuntimeError("savefig wrote no PNG")
+    return matplotlib.__version__
+
+
+def tables_check():
+    """pandas' version after rendering a DataFrame as HTML."""
+    import pandas
+
+    if "<table" not in pandas.DataFrame([{"verdict": "identical", "max_abs": 0.0}])._repr_html_():
+        raise RuntimeError("DataFrame rendered no HTML table")
+    return pandas.__version__
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     info = fingerprint(argv[0] if argv else None)
@@ -34,6 +64,11 @@ def main(argv=None):
             info["forward_ok"], info["forward_max_abs_error"] = ok, err
         except Exception as e:  # reported as unhealthy with the reason
             info["forward_ok"], info["forward_error"] = False, "%s: %s" % (type(e).__name__, e)
+    for key, check in (("matplotlib", plotting_check), ("pandas", tables_check)):
+        try:
+            info[key] = check()
+        except Exception as e:  # reported with the reason; doctor decides whether it is a problem
+            info[key], info[key + "_error"] = None, "%s: %s" % (type(e).__name__, e)
     print(json.dumps(info, sort_keys=True))
     return 0
 

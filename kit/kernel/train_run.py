@@ -57,9 +57,14 @@ def _select(names, known, what):
     return names
 
 
-def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, retrain=False, log=None, cells=None):
+def train_and_save(
+    release, store, models=None, apis=None, seed=0, epochs=None, retrain=False, log=None, cells=None, saved_by=None
+):
     """Train and save every requested (model, API) of this kernel's release into ``store``;
     ``cells`` (``MODEL:API`` patterns) narrows the pairs, a model none of whose APIs it names is not trained.
+
+    ``saved_by`` (the run step, ``<run id>/train:<release>``) goes into every manifest written, so the kit
+    can keep this executed notebook beside the artifacts it made.
 
     Returns one row per (model, API): status ``saved``, ``exists``, ``unsupported``
     (with the reason) or ``failed`` (with the error); a failure never stops the others.
@@ -75,7 +80,7 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
     all_apis = _select(apis, list(APIS), "APIs")
     env = fingerprint(release)
     rows, histories = [], {}
-    for entry in models:
+    for n, entry in enumerate(models):
         name, pin = split_pin(entry)
         apis = [a for a in all_apis if cell_selection.matches(cells, name, a)]
         if not apis:
@@ -94,10 +99,11 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
                 continue
         if not ok:
             for api in apis:
-                _write_unsupported(spec, release, api, finals[api], reason, env)
+                _write_unsupported(spec, release, api, finals[api], reason, env, saved_by)
                 rows.append(_row(name, api, "unsupported", finals[api], reason=reason))
             log("%s: unsupported on %s (%s)" % (name, release, reason))
             continue
+        log("%s: training (model %d of %d)" % (name, n + 1, len(models)))  # the live progress line shows it
         try:
             trained = train(spec, release, seed=seed, epochs=epochs)
         except Exception as e:  # recorded for every API of the model; the other models go on
@@ -118,7 +124,7 @@ def train_and_save(release, store, models=None, apis=None, seed=0, epochs=None, 
             )
         )
         for api in apis:
-            rows.append(_save_one(spec, release, api, trained, finals[api], env, log))
+            rows.append(_save_one(spec, release, api, trained, finals[api], env, log, saved_by))
     return rows, histories
 
 
@@ -153,8 +159,8 @@ def _architecture(spec, release):
         return None
 
 
-def _base_manifest(spec, release, api, env):
-    return {
+def _base_manifest(spec, release, api, env, saved_by=None):
+    manifest = {
         "schema": artifacts.SCHEMA,
         "release": release,
         "model": spec.name,
@@ -164,21 +170,24 @@ def _base_manifest(spec, release, api, env):
         "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "fingerprint": env,
     }
+    if saved_by:
+        manifest["saved_by"] = saved_by
+    return manifest
 
 
-def _write_unsupported(spec, release, api, final, reason, env):
+def _write_unsupported(spec, release, api, final, reason, env, saved_by=None):
     tmp = artifacts.staging_dir(final)
-    manifest = _base_manifest(spec, release, api, env)
+    manifest = _base_manifest(spec, release, api, env, saved_by)
     manifest.update({"status": "unsupported", "reason": reason, "files": {}})
     artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
     artifacts.commit_dir(tmp, final)
 
 
-def _save_one(spec, release, api, trained, final, env, log):
+def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
     adapter = adapters.get(api)
     ok, reason = adapter.supports(release, spec)
     if not ok:
-        _write_unsupported(spec, release, api, final, reason, env)
+        _write_unsupported(spec, release, api, final, reason, env, saved_by)
         return _row(spec.name, api, "unsupported", final, reason=reason)
     tmp = artifacts.staging_dir(final)
     started = time.time()
@@ -189,7 +198,7 @@ def _save_one(spec, release, api, trained, final, env, log):
         # predicting first also gives a hybridized block the cached graph export needs
         memory = dict((c, trained.predict(inputs)) for c, inputs in ref_cases.items())
         load_info = adapter.save(trained, tmp)
-        manifest = _base_manifest(spec, release, api, env)
+        manifest = _base_manifest(spec, release, api, env, saved_by)
         manifest.update(
             {
                 "status": "saved",
