@@ -8,7 +8,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: setup sysdeps demo test test-fast lint clean-envs nbstripout
+.PHONY: setup sysdeps browser demo test test-fast lint clean-envs nbstripout
 
 setup: $(VENV)/.installed sysdeps nbstripout
 	@# the host's bytecode of the kit (environments compile their own): no step recompiles it from source
@@ -23,6 +23,10 @@ $(VENV)/.installed: pyproject.toml
 sysdeps:
 	@bash scripts/install-system-deps.sh
 
+# headless Chromium and chromedriver from Debian's packages, for the JupyterLab test
+browser:
+	@bash scripts/install-browser.sh
+
 nbstripout: $(VENV)/.installed
 	@git rev-parse --git-dir >/dev/null 2>&1 && $(BIN)/nbstripout --install || true
 
@@ -36,7 +40,7 @@ demo: setup
 
 # two workers, each taking whole files (a module's fixtures run once); each builds its own environments
 TEST_WORKERS ?= 2
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: setup
