@@ -84,3 +84,13 @@ def test_no_old_name_is_a_parameter_or_a_shown_flag():
         if not o.startswith("--reference-version")  # check-model's documented alias of --saved-with
     }
     assert not {o for o in shown if o.lstrip("-").replace("-", "_") in DEPRECATED}
+
+
+def test_the_readmes_own_links_open_in_a_clone():
+    """Every relative link and image of the README names a file the repository holds."""
+    text = (REPO / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)\)", text)
+    assert "docs/architecture.md" in targets and "docs/lab-launcher.png" in targets
+    missing = [t for t in targets if "://" not in t and not (REPO / t).exists()]
+    assert not missing, missing
+    assert "../shared" not in text
