@@ -197,7 +197,11 @@ def env_doctor(names, jobs):
 
     Exits 3 when any environment is unhealthy.
     """
+    from kit import reaper
+
     manager = EnvManager()
+    for line in reaper.end_strays(manager.home.root):  # what an earlier crash of this kit left running
+        click.echo(line)
     healths = manager.doctor(list(names) or None, jobs=jobs)
     if not healths:
         click.echo("no environments to check")
@@ -415,6 +419,8 @@ def run_cmd(
 
 def _report(outcome):
     """Print a run's outcome and exit with its code."""
+    from kit.reports import skipped_line
+
     for direction, counts in sorted(outcome.counts.items()):
         click.echo(f"{direction}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
     for label in outcome.failures:
@@ -424,7 +430,9 @@ def _report(outcome):
     for line in outcome.expired:
         click.secho(f"EXPIRED {line.lstrip('- ')}", fg="red")
     for step in outcome.failed_steps:
-        click.secho(f"BROKEN step {step}", fg="red")
+        click.secho(f"BROKEN step {step}: {outcome.causes.get(step, 'cause unknown')}", fg="red")
+    for entry in outcome.skipped:
+        click.secho(f"NOT CHECKED {skipped_line(entry)}", fg="yellow")
     click.echo(f"run folder: {outcome.run_dir}")
     for name in ("summary.html", "summary.md", "junit.xml", "records.csv"):
         if (outcome.run_dir / name).exists():

@@ -74,7 +74,10 @@ def issue_markdown(run: Run) -> str:
     broken = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
     if broken:
         lines += ["", "#### Steps that broke", ""]
-        lines += [f"- `{i}`: {(manifest['steps'][i].get('error') or '').strip().splitlines()[-1:]}" for i in broken]
+        lines += [f"- `{i}`: {reports.step_cause(manifest['steps'][i])}" for i in broken]
+    if manifest.get("skipped"):
+        lines += ["", "#### Asked for, not checked", ""]
+        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
     lines += ["", f"Run folder: `{run.dir}` (summary.html, summary.md, junit.xml, records.csv)."]
     return "\n".join(lines) + "\n"
 
@@ -99,6 +102,10 @@ def summary_payload(run: Run) -> dict:
             for r, a in split["expired"]
         ],
         "broken_steps": [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"],
+        "broken_step_causes": {
+            i: reports.step_cause(e) for i, e in manifest["steps"].items() if e["status"] == "failed"
+        },
+        "skipped": manifest.get("skipped", []),
         "run_dir": str(run.dir),
     }
 

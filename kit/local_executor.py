@@ -7,6 +7,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterable
 
+from kit import reaper
 from kit.home import KitHome
 from kit.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
 
@@ -33,6 +34,7 @@ class LocalExecutor:
         self.jobs = max(1, int(jobs))
         self.home = home or KitHome()
         self.log_dir = str(run.dir / "logs") if run is not None else None
+        self.run_id = run.id if run is not None else ""
         self.on_event = on_event
         self.store = store_mod.open_store(store, home=self.home)
         self.working_copy = self.store.working_copy(self.home)
@@ -55,14 +57,20 @@ class LocalExecutor:
         pool, self._pool = self._pool, None
         try:
             pool.submit(shutdown_warm_kernels).result(timeout=30)
-        except Exception:  # noqa: BLE001 - a dead worker took its kernels with it
+        except Exception:  # noqa: BLE001 - a dead worker's kernels end with it (kit.reaper)
             pass
         pool.shutdown(wait=True, cancel_futures=True)
 
     def _workers(self) -> ProcessPoolExecutor:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.jobs,
+                mp_context=ctx,
+                # a worker and its kernels end with this process, however it ends (kit.reaper)
+                initializer=reaper.die_with_parent,
+                initargs=(os.getpid(), str(self.home.root / reaper.PIDS_DIR), self.run_id),
+            )
         return self._pool
 
     def holdings(self) -> set[tuple[str, str, str]]:

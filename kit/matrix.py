@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Callable
 
 import kit
-from kit import kernelspecs, reports
+from kit import kernelspecs, reaper, reports
+from kit.reports import skipped_line, step_cause
 from kit.common.capabilities import split_pin
 from kit.common.record_schema import cell_id, now, verdict_counts
 from kit.common.errors import KitError, UsageError
 from kit.envs import EnvManager
 from kit.executors import executor_class, get_executor
 from kit.home import KitHome
-from kit.plan import plan, waves
+from kit.plan import plan, unchecked, waves
 from kit.progress import PROGRESS_DIR, LiveProgress
 from kit.records import classify, load_allow_list, load_records
-from kit.request import RunRequest, check_environments, check_writable, validate
+from kit.request import RunRequest, check_environments, check_writable, store_space_warning, validate
 from kit.runs import LATEST, Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
@@ -44,6 +45,8 @@ class RunOutcome:
     failures: list[str]
     allowed: list[str]
     expired: list[str] = field(default_factory=list)  # failing cells whose allow-list entry expired, entry named
+    skipped: list[dict] = field(default_factory=list)  # asked for, not checked: {"kind", "name", "reason"}
+    causes: dict[str, str] = field(default_factory=dict)  # a broken step's root cause in one line
 
 
 @dataclass
@@ -99,9 +102,16 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
     store = _working_copy(req, how.home)
     if not how.remote:  # with workers, the store is theirs to write
         check_writable(store)
+        warning = store_space_warning(store) if not req.reload_only else None
+        if warning:
+            how.on_event(warning)
     run.lock()
     try:
+        _end_strays(how)
         steps = plan(req, run, store)
+        skipped = unchecked(req)
+        for entry in skipped:
+            how.on_event(f"not checked: {skipped_line(entry)}")
         manifest = {
             "run_id": run.id,
             "kit_version": kit.__version__,
@@ -111,6 +121,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             "order": [s.id for s in steps],
             "executor": how.executor,
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
+            "skipped": skipped,
         }
         run.write_manifest(manifest)
         run.mark_latest()
@@ -119,6 +130,12 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         runner.close()
         run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
+
+
+def _end_strays(how: Execution) -> None:
+    """End what an earlier crash of this kit left running (recorded PIDs only, see kit.reaper)."""
+    for line in reaper.end_strays(how.home.root):
+        how.on_event(line)
 
 
 def _check_here(req: RunRequest, runner, how: Execution) -> None:
@@ -143,6 +160,7 @@ def resume(run_id: str, **options) -> RunOutcome:
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     run.lock()
     try:
+        _end_strays(how)  # the crash that interrupted this run may have left its kernels running
         manifest = run.read_manifest()
         req = RunRequest(**manifest["request"])
         validate(req, EnvManager(how.home), local_envs=False)
@@ -177,6 +195,7 @@ class _Progress:
             attempts=result.attempts,
             error=result.error,
             error_type=result.error_type,
+            cause=result.cause,
             deaths=result.deaths,
             started_at=result.started_at,
             finished_at=now(),
@@ -193,7 +212,7 @@ class _Progress:
             line += f" ({failed} failed so far)"
         self.on_event(line)
         if result.error:
-            self.on_event("    " + result.error.strip().splitlines()[-1][:300])
+            self.on_event("    cause: " + step_cause(entry))
 
 
 def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution) -> RunOutcome:
@@ -269,4 +288,6 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
         [cell_id(r) for r in split["failures"]],
         [cell_id(r) for r, _ in split["allowed"]],
         reports.expired_lines(split["expired"]),
+        manifest.get("skipped", []),
+        {i: step_cause(manifest["steps"][i]) for i in failed_steps},
     )

@@ -29,6 +29,26 @@ def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on
     )
 
 
+def _sources(req: RunRequest, release: str) -> list[str]:
+    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward."""
+    return [s for s in req.save if req.forward or direction(s, release) != "forward"]
+
+
+def unchecked(req: RunRequest) -> list[dict]:
+    """What ``req`` asks for that no step checks, each with why (``run.json``'s ``skipped``): every --load
+    release older than every saving release loads nothing unless --forward."""
+    return [
+        {
+            "kind": "load",
+            "name": release,
+            "reason": f"older than every saving release ({', '.join(req.save)}); newer releases' artifacts "
+            "load in older ones only with --forward",
+        }
+        for release in req.load
+        if not _sources(req, release)
+    ]
+
+
 def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     """The steps of ``req``, each naming the steps whose outputs it reads (``depends_on``).
 
@@ -47,7 +67,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis
     for release in req.load:
-        sources = [s for s in req.save if req.forward or direction(s, release) != "forward"]
+        sources = _sources(req, release)
         if not sources:
             continue
         parameters = {

@@ -110,7 +110,7 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
         if step["status"] == "failed":
             suite = ET.SubElement(root, "testsuite", name="steps", tests="1", errors="1")
             case = ET.SubElement(suite, "testcase", classname="steps", name=step_id)
-            node = ET.SubElement(case, "error", message=(step.get("error") or "")[:500], type="step-failed")
+            node = ET.SubElement(case, "error", message=step_cause(step), type="step-failed")
             node.text = f"{step.get('error')}\nexecuted notebook: {step['output']}"
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
@@ -119,6 +119,18 @@ def _fmt(x) -> str:
     if x is None:
         return ""
     return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def step_cause(entry: dict) -> str:
+    """A broken step's root cause in one line, from its ``run.json`` entry (older runs: the error's last line)."""
+    if entry.get("cause"):
+        return entry["cause"]
+    return ((entry.get("error") or "").strip().splitlines() or ["no error recorded"])[-1][:500]
+
+
+def skipped_line(entry: dict) -> str:
+    """One asked-for thing a run did not check (``run.json``'s ``skipped``), e.g. ``--load 1.2.1: older than ...``."""
+    return f"--{entry['kind']} {entry['name']}: {entry['reason']}"
 
 
 def write_markdown(
@@ -141,6 +153,9 @@ def write_markdown(
     counts = verdict_counts(rows)
     lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
     failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
+    if manifest.get("skipped"):
+        lines += ["", "## Asked for, not checked", ""]
+        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
     if split.get("expired"):
@@ -186,9 +201,8 @@ def write_markdown(
     if broken:
         lines += ["", "## Steps that broke", ""]
         for i in broken:
-            last = ((manifest["steps"][i].get("error") or "").strip().splitlines() or [""])[-1]
             lines.append(
-                f"- `{i}`: {last} (executed notebook: `{manifest['steps'][i]['output']}`, "
+                f"- `{i}`: {step_cause(manifest['steps'][i])} (executed notebook: `{manifest['steps'][i]['output']}`, "
                 f"log: `logs/{i.replace(':', '-')}.log`)"
             )
     lines += ["", f"Reproduce: `{reproduce_command(req)}`", ""]

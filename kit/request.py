@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -205,6 +207,15 @@ def _ready(manager: EnvManager, name: str) -> bool:
         return False
 
 
+#: below this much free space in the store's filesystem a run says so before any work
+LOW_SPACE = 64 * 2**20
+STORE_HINTS = {
+    "ENOSPC": "free space on that filesystem, or pick another --store",
+    "EROFS": "the filesystem is mounted read-only: pick another --store",
+    "EACCES": "pick another --store, or give this user write permission on it",
+}
+
+
 def check_writable(store: Path) -> None:
     """Refuse a store that cannot be written before any work starts."""
     try:
@@ -213,10 +224,25 @@ def check_writable(store: Path) -> None:
         probe.write_text("ok")
         probe.unlink()
     except OSError as e:
+        name = errno.errorcode.get(e.errno or 0, "")
         raise UsageError(
-            f"the store {store} cannot be written: {e.strerror or e}",
-            hint="pick another --store, or fix its permissions",
+            f"the store {store} cannot be written: {e.strerror or e}" + (f" ({name})" if name else ""),
+            hint=STORE_HINTS.get(name, "pick another --store, or fix its permissions"),
         ) from None
+
+
+def store_space_warning(store: Path) -> str | None:
+    """A warning when the store's filesystem is nearly full (training would end in ENOSPC), else None."""
+    try:
+        free = shutil.disk_usage(store).free
+    except OSError:
+        return None
+    if free >= LOW_SPACE:
+        return None
+    return (
+        f"warning: the store {store} has {free / 2**20:.1f} MiB free (ENOSPC likely): a core model's artifacts "
+        "take about 1 MiB per release, a vision model's about 120 MiB"
+    )
 
 
 def parse_tolerance(text: str | None) -> dict:

@@ -57,9 +57,31 @@ class StepResult:
     error_type: str | None = None
     deaths: int = 0  # kernels that died and were restarted after the artifact that killed them
     started_at: str | None = None  # UTC, to the millisecond
+    cause: str | None = None  # a failure's root cause in one line (see root_cause)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def root_cause(exc: BaseException) -> str:
+    """A step's failure in one line: the failing cell's exception type and message (errno named, e.g.
+    ``OSError: [Errno 28 ENOSPC] No space left on device: '/store/x' (cell 5)``), or the kernel's death."""
+    import errno
+    import re
+
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        text = f"{exc.ename}: {exc.evalue} (cell {exc.exec_count})"
+    elif is_dead_kernel(exc):
+        text = f"the kernel died ({type(exc).__name__}: {str(exc).strip() or 'no message'})"
+    else:
+        text = traceback.format_exception_only(type(exc), exc)[-1]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # IPython's colours
+    text = re.sub(
+        r"\[Errno (\d+)\]", lambda m: f"[Errno {m.group(1)} {errno.errorcode.get(int(m.group(1)), '?')}]", text
+    )
+    return " ".join(text.split())[:500]
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -134,7 +156,7 @@ def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
             keep_train_notebook(step)
         except (OSError, ValueError) as e:  # the artifacts are saved; the evidence of how must not vanish unsaid
             result.update(status="failed", error=f"could not keep {step['output']} with its artifacts: {e}")
-            result["error_type"] = type(e).__name__
+            result.update(error_type=type(e).__name__, cause=root_cause(e))
     return result
 
 
@@ -202,6 +224,7 @@ def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = ()) 
         attempt,
         error=message[-4000:],
         error_type=type(last).__name__,
+        cause=root_cause(last),
         deaths=deaths,
         started_at=started_at,
     ).to_dict()

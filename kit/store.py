@@ -150,8 +150,12 @@ class LocalStore:
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+            raise StoreError(f"cannot write {self.url}/{rel}: {e}") from None
 
     def read_blob(self, rel: str) -> bytes:
         try:

@@ -241,6 +241,11 @@ def unsupported_table(data: RunData) -> pd.DataFrame:
     return df.groupby(["model", "api", "reason"]).size().rename("cells").reset_index()
 
 
+def skipped_table(data: RunData) -> pd.DataFrame:
+    """What the run was asked for and did not check (``run.json``'s ``skipped``), with why."""
+    return pd.DataFrame(data.manifest.get("skipped", []), columns=["kind", "name", "reason"])
+
+
 def fingerprints_table(data: RunData) -> pd.DataFrame:
     """The environments side by side: one column per release, saving and loading alike."""
     seen = {}

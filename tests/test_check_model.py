@@ -186,3 +186,39 @@ def test_params_of_another_model_are_refused(trained_store, kit_home, tmp_path):
     )
     proc = check(kit_home, tmp_path, tmp_path / "old", *LEGACY_ARGS, run_id="other")
     assert proc.returncode == 2 and "parameters not used by the graph" in proc.stderr
+
+
+def test_loading_releases_older_than_the_reference_are_named_everywhere(trained_store, kit_home, tmp_path):
+    """Nothing asked for disappears: --load releases older than the reference are listed, with why."""
+    src = trained_store["_store"] / OLDEST / "symbolic" / "module_checkpoint"
+    shutil.copy(src / "model-symbol.json", tmp_path / "prod-symbol.json")
+    shutil.copy(src / "model-0000.params", tmp_path / "prod-0000.params")
+    runs = tmp_path / "runs"
+    proc = run_cli(
+        "check-model", str(tmp_path / "prod"), "--input", "data:4,1,28,28", "--label-names", "softmax_label",
+        "--reference-version", NEWEST, "--load", f"{OLDEST},{NEWEST}", "--store", str(tmp_path / "store"),
+        "--runs-dir", str(runs), "--run-id", "older", home=kit_home, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    why = (
+        f"older than every saving release ({NEWEST}); newer releases' artifacts load in older ones only with --forward"
+    )
+    assert f"not checked: --load {OLDEST}: {why}" in proc.stdout  # said before any work
+    assert f"NOT CHECKED --load {OLDEST}: {why}" in proc.stdout  # and again with the outcome
+    assert {k[3] for k in read_records(runs / "older")} == {NEWEST}
+    run = json.loads((runs / "older" / "run.json").read_text())
+    assert run["request"]["load"] == [OLDEST, NEWEST]
+    assert run["skipped"] == [{"kind": "load", "name": OLDEST, "reason": why}]
+    assert f"## Asked for, not checked\n\n- `--load {OLDEST}`: {why}" in (runs / "older" / "summary.md").read_text()
+    import nbformat
+
+    summary = nbformat.read(runs / "older" / "summary.ipynb", as_version=4)
+    table = next(c for c in summary.cells if "skipped_table" in c.source)
+    assert (
+        OLDEST in table.outputs[0]["data"]["text/plain"]
+        and "older than every" in table.outputs[0]["data"]["text/plain"]
+    )
+    report = run_cli("report", "older", "--json", "--runs-dir", str(runs), home=kit_home, check=True)
+    assert json.loads(report.stdout)["skipped"] == run["skipped"]
+    issue = run_cli("report", "older", "--issue", "--runs-dir", str(runs), home=kit_home, check=True)
+    assert f"- `--load {OLDEST}`: {why}" in issue.stdout

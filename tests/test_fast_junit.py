@@ -135,11 +135,18 @@ def test_a_failed_step_becomes_an_error_in_a_steps_suite(tmp_path):
         "train:1.9.1": {"status": "ok", "output": "train/mxnet-1.9.1.ipynb"},
         "reload:1.9.1": {"status": "failed", "output": "reload/mxnet-1.9.1.ipynb", "error": "E" * 600},
         "summary": {"status": "failed", "output": "summary.ipynb", "error": None},
+        "reload:2.0.0b1": {
+            "status": "failed",
+            "output": "reload/mxnet-2.0.0b1.ipynb",
+            "error": "a long traceback ...\nOSError: [Errno 28] No space left on device",
+            "cause": "OSError: [Errno 28 ENOSPC] No space left on device: '/store/x' (cell 5)",
+        },
     }
-    _, root = junit(tmp_path, man=manifest(steps, ["train:1.9.1", "reload:1.9.1", "summary"]))
+    order = ["train:1.9.1", "reload:1.9.1", "summary", "reload:2.0.0b1"]
+    _, root = junit(tmp_path, man=manifest(steps, order))
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["export", "save_parameters", "steps", "steps"]
-    reload_suite, summary_suite = suites[2:]
+    assert [s.get("name") for s in suites] == ["export", "save_parameters", "steps", "steps", "steps"]
+    reload_suite, summary_suite, caused_suite = suites[2:]
     assert (reload_suite.get("tests"), reload_suite.get("errors")) == ("1", "1")
     [case] = reload_suite.findall("testcase")
     assert (case.get("classname"), case.get("name")) == ("steps", "reload:1.9.1")
@@ -147,7 +154,9 @@ def test_a_failed_step_becomes_an_error_in_a_steps_suite(tmp_path):
     assert error.get("type") == "step-failed" and error.get("message") == "E" * 500  # cut at 500 characters
     assert error.text == "E" * 600 + "\nexecuted notebook: reload/mxnet-1.9.1.ipynb"
     [error] = summary_suite.find("testcase").findall("error")
-    assert error.get("message") == "" and error.text.endswith("\nexecuted notebook: summary.ipynb")
+    assert error.get("message") == "no error recorded" and error.text.endswith("\nexecuted notebook: summary.ipynb")
+    [error] = caused_suite.find("testcase").findall("error")  # the one-line root cause is the message
+    assert error.get("message") == steps["reload:2.0.0b1"]["cause"] and "long traceback" in error.text
 
 
 @pytest.mark.parametrize("records", [[], RECORDS[:1]])

@@ -148,3 +148,15 @@ def test_environments_are_needed_only_where_steps_run(tmp_path, monkeypatch):
         request_mod.check_environments(RunRequest(save=["1.4.1"], load=["1.9.1"], retrain=True), manager, {"1.4.1"})
     with pytest.raises(UsageError, match="no ready environment for 2.0.0b1"):
         request_mod.check_environments(RunRequest(save=["1.4.1"], load=["2.0.0b1"]), manager, {"1.4.1"})
+
+
+def test_load_releases_older_than_every_saving_release_are_named_not_dropped(tmp_path):
+    from kit.plan import unchecked
+
+    req = RunRequest(save=["1.4.1", "1.9.1"], load=["1.0.0.post4", "1.2.1", "1.4.1", "1.9.1"])
+    _, steps = _plan(tmp_path, save=req.save, load=req.load)
+    assert [s.id for s in steps if s.kind == "reload"] == ["reload:1.4.1", "reload:1.9.1"]
+    assert [(e["kind"], e["name"]) for e in unchecked(req)] == [("load", "1.0.0.post4"), ("load", "1.2.1")]
+    assert unchecked(req)[0]["reason"].startswith("older than every saving release (1.4.1, 1.9.1)")
+    assert "--forward" in unchecked(req)[0]["reason"]
+    assert unchecked(RunRequest(save=req.save, load=req.load, forward=True)) == []

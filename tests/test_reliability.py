@@ -259,3 +259,128 @@ def test_credentials_never_reach_notebooks_records_or_bundles(trained_store, kit
         if path.is_file():
             data = path.read_bytes()
             assert secret.encode() not in data and b"AKIAKITTEST" not in data, path
+
+
+@pytest.fixture
+def small_filesystem(tmp_path, request):
+    """A tmpfs of ``request.param`` (root may mount one; elsewhere the test is skipped with why)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    size = f"size={request.param}"
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(mount)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.envs
+# 128 KiB: saving fails in the kernel's cell; 512 KiB: the artifacts fit, keeping the train notebook does not
+@pytest.mark.parametrize("small_filesystem", ["128k", "512k"], indirect=True)
+def test_a_full_or_read_only_store_is_named_with_its_cause(built_envs, kit_home, tmp_path, small_filesystem):
+    runs = tmp_path / "runs"
+    args = ("run", "--runs-dir", str(runs), "--save", NEWEST, "--models", "lenet", "--store", str(small_filesystem))
+    proc = run_cli(*args, "--run-id", "full", home=kit_home)
+    # said before any work: the filesystem is nearly full
+    assert "MiB free (ENOSPC likely)" in proc.stdout.split(f"train:{NEWEST}")[0], proc.stdout[-2000:]
+    assert proc.returncode == 3, proc.stdout[-2000:]
+    cause = json.loads((runs / "full" / "run.json").read_text())["steps"][f"train:{NEWEST}"]["cause"]
+    assert "OSError: [Errno 28 ENOSPC] No space left on device" in cause and str(small_filesystem) in cause
+    assert f"    cause: {cause}" in proc.stdout  # with the step's line
+    assert f"BROKEN step train:{NEWEST}: {cause}" in proc.stdout  # and with the outcome
+    assert f"- `train:{NEWEST}`: {cause}" in (runs / "full" / "summary.md").read_text()
+    junit = (runs / "full" / "junit.xml").read_text()
+    assert 'type="step-failed"' in junit and "ENOSPC" in junit.split('type="step-failed"')[0].rsplit("<error", 1)[1]
+    subprocess.run(["mount", "-o", "remount,ro", str(small_filesystem)], check=True)
+    proc = run_cli(*args, "--run-id", "read-only", home=kit_home)
+    assert proc.returncode == 2 and "Read-only file system (EROFS)" in proc.stderr and "read-only" in proc.stderr
+    assert not (runs / "read-only").exists()  # refused before any work
+
+
+def test_a_step_failure_is_one_line_naming_its_cause():
+    from nbclient.exceptions import DeadKernelError
+    from papermill.exceptions import PapermillExecutionError
+
+    from kit.steps import root_cause
+
+    cell = PapermillExecutionError(
+        cell_index=6, exec_count=5, source="save()", ename="OSError",
+        evalue="[Errno 28] No space left on device: '/store/1.9.1'", traceback=["\x1b[0;31mOSError\x1b[0m", "..."],
+    )  # fmt: skip
+    assert root_cause(cell) == "OSError: [Errno 28 ENOSPC] No space left on device: '/store/1.9.1' (cell 5)"
+    assert root_cause(PermissionError(errno.EACCES, "Permission denied", "/store")) == (
+        "PermissionError: [Errno 13 EACCES] Permission denied: '/store'"
+    )
+    assert root_cause(DeadKernelError("Kernel died")) == "the kernel died (DeadKernelError: Kernel died)"
+    assert "\n" not in root_cause(RuntimeError("first line\nsecond line"))
+
+
+def _descendants(pid: int) -> list:
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.envs
+def test_sigkill_of_the_cli_takes_its_workers_and_kernels_with_it(built_envs, kit_home, tmp_path):
+    import psutil
+
+    runs = tmp_path / "runs"
+    args = ["run", "--runs-dir", str(runs), "--run-id", "killed", "--save", f"{OLDEST},{NEWEST}",
+            "--models", "lenet,lstm", "--store", str(tmp_path / "store")]  # fmt: skip
+    proc = start_kit(args, home=kit_home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not any("ipykernel_launcher" in " ".join(p.cmdline()) for p in _descendants(proc.pid)):
+        assert time.monotonic() < deadline and proc.poll() is None, "no kernel started"
+        time.sleep(0.2)
+    time.sleep(1.0)  # the kernels started ahead of the next steps too
+    started = _descendants(proc.pid)
+    kernels = [p for p in started if "ipykernel_launcher" in " ".join(p.cmdline())]
+    assert len(started) >= 3 and kernels  # the resource tracker, a worker, its kernels
+    proc.kill()
+    proc.wait()
+    gone, alive = psutil.wait_procs(started, timeout=15)
+    assert not alive, [" ".join(p.cmdline())[:120] for p in alive]
+    assert not list((kit_home / "pids").glob("*.json")) or all(
+        json.loads(p.read_text())["parent"]["pid"] != proc.pid for p in (kit_home / "pids").glob("*.json")
+    )
+    resumed = run_cli("run", "--runs-dir", str(runs), "--resume", "killed", home=kit_home, timeout=900)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert "ended stray process" not in resumed.stdout  # nothing was left to end
+
+
+def test_strays_are_ended_by_their_recorded_pids_only(tmp_path):
+    """A record whose parent is gone: its live processes end; a reused PID (another start time) is spared."""
+    import psutil
+
+    from kit import reaper
+
+    stray = subprocess.Popen(["sleep", "300"])
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        dead_parent = subprocess.Popen(["true"])
+        dead_parent.wait()
+        records = tmp_path / "home" / reaper.PIDS_DIR
+        records.mkdir(parents=True)
+        started = psutil.Process(stray.pid).create_time()
+        (records / f"{stray.pid}.json").write_text(
+            json.dumps({"pid": stray.pid, "started": started, "parent": {"pid": dead_parent.pid, "started": 1.0},
+                        "run_id": "crashed", "children": [{"pid": bystander.pid, "started": started - 3600}]})
+        )  # fmt: skip
+        alive_parent = {"pid": os.getpid(), "started": psutil.Process().create_time()}
+        (records / "running.json").write_text(
+            json.dumps({"pid": bystander.pid, "started": psutil.Process(bystander.pid).create_time(),
+                        "parent": alive_parent, "run_id": "running", "children": []})
+        )  # fmt: skip
+        said = reaper.end_strays(tmp_path / "home")
+        assert said == [f"ended stray process {stray.pid} of run crashed: sleep 300"]
+        assert not psutil.pid_exists(stray.pid)  # killed (and reaped: it is this test's child)
+        assert bystander.poll() is None  # another start time than recorded, and a record whose parent lives
+        assert [p.name for p in records.glob("*.json")] == ["running.json"]
+    finally:
+        for p in (stray, bystander):
+            p.kill()
+            p.wait()

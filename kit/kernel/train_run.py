@@ -279,9 +279,16 @@ def _max_abs(a, b):
 def raise_on_failures(rows):
     failed = [r for r in rows if r["status"] == "failed"]
     if failed:
+        by_error = {}  # one line per distinct error (a full disk fails every artifact alike), with where
+        for r in failed:
+            by_error.setdefault(r["error"], []).append(r)
+        parts = []
+        for error, rows_alike in by_error.items():
+            where = os.path.dirname(os.path.dirname(rows_alike[0]["path"] or "")) or "?"
+            cells = ", ".join("%s/%s" % (r["model"], r["api"]) for r in rows_alike)
+            parts.append("%s (%s, in %s)" % (error, cells, where))
         raise TrainFailed(
-            "%d artifact(s) failed to save: %s"
-            % (len(failed), "; ".join("%s/%s: %s" % (r["model"], r["api"], r["error"]) for r in failed)),
+            "%d artifact(s) failed to save: %s" % (len(failed), "; ".join(parts)),
             hint="the tracebacks are in the rows above; every other artifact was saved",
         )
 
