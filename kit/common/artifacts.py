@@ -7,10 +7,16 @@ its step ends) and ``manifest.json``. A folder is built beside its final place a
 renamed into it, so a crash never leaves a half artifact that looks complete.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: artifacts are not locked across processes there
+    fcntl = None
 
 import numpy as np
 
@@ -127,13 +133,42 @@ def version_dir(store, release, model, api, ident):
     return os.path.join(store, VERSIONS, release, model, api, ident)
 
 
+@contextlib.contextmanager
+def locked(final, exclusive=True):
+    """Hold the lock of the artifact at ``final`` (``.<api>.lock`` beside it, never listed): exclusive to
+    replace it, shared to read it whole. Writers of one artifact go one at a time and a reader never sees
+    it half old, half new, across processes and runs (flock; a store that cannot be written has no
+    writers, so it is read without a lock)."""
+    parent, name = os.path.split(os.path.normpath(final))
+    handle = None
+    try:
+        if exclusive and not os.path.isdir(parent):
+            os.makedirs(parent)
+        handle = open(os.path.join(parent, ".%s.lock" % name), "a")
+    except (IOError, OSError):
+        if exclusive:
+            raise
+    try:
+        if handle is not None and fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        if handle is not None:
+            handle.close()  # closing releases the flock
+
+
 def commit_dir(tmp, final, archive=None):
-    """Move a finished artifact folder into place.
+    """Move a finished artifact folder into place, under the artifact's lock.
 
     A replaced artifact that holds other weights or code is kept under ``archive``
     (its identity as the folder name), so older versions stay loadable; one with
     the same identity is simply replaced.
     """
+    with locked(final):
+        _commit_dir(tmp, final, archive)
+
+
+def _commit_dir(tmp, final, archive):
     if not os.path.exists(final):
         os.rename(tmp, final)
         return
@@ -163,6 +198,11 @@ def commit_dir(tmp, final, archive=None):
 
 def attach_file(folder, name, source):
     """Copy ``source`` into the artifact ``folder`` as ``name`` and hash it in the manifest (rewritten atomically)."""
+    with locked(folder):
+        _attach_file(folder, name, source)
+
+
+def _attach_file(folder, name, source):
     manifest = read_json(os.path.join(folder, MANIFEST))
     tmp = os.path.join(folder, ".%s.tmp" % name)
     shutil.copyfile(source, tmp)

@@ -78,8 +78,14 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
     """Load one artifact in this kernel's release and compare it with its reference: the record.
 
     ``phase(name)`` is told when loading and inference start, so that a kernel that
-    dies on this artifact can be told apart by the host.
+    dies on this artifact can be told apart by the host. The artifact's shared lock is held
+    throughout: a run replacing it (``--retrain``) waits, so the record names the version it read.
     """
+    with artifacts.locked(path, exclusive=False):
+        return _check_artifact(loaded, saved, model, api, path, overrides, phase, archived, pin)
+
+
+def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived, pin):
     phase = phase or (lambda name: None)
     rec = record_schema.new_record(saved, model, api, loaded, path, archived)
     if api == C_PREDICT_API:  # the artifact it loads: <store>/<release>/<model>/<api>[/<archived identity>]
