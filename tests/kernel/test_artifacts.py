@@ -71,7 +71,8 @@ def test_commit_replaces_atomically_and_json_is_complete():
             artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), {"v": body})
             artifacts.commit_dir(tmp, final)
         assert artifacts.read_json(os.path.join(final, artifacts.MANIFEST)) == {"v": "second"}
-        assert sorted(os.listdir(os.path.dirname(final))) == ["export"]  # no staging or old folders left
+        left = sorted(n for n in os.listdir(os.path.dirname(final)) if not n.endswith(".lock"))  # its lock stays
+        assert left == ["export"]  # no staging or old folders left
         with open(os.path.join(final, artifacts.MANIFEST)) as f:
             json.load(f)
     finally:

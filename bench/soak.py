@@ -1,0 +1,360 @@
+#!/usr/bin/env python
+"""Soak: the matrix run again and again with a fault injected each time, checked after each run.
+
+Each run picks the next fault kind (a seeded shuffle, so every kind comes round), injects it during
+or before the run, then --resume where the run was interrupted, and checks:
+
+  lost records     records the uninterrupted first run had that this run lacks after resume (must be 0)
+  silent passes    a damaged artifact whose cell still came out identical/close (must be 0)
+  strays           a process the run started (its workers, kernels) still alive 15 s after it ended (must be 0)
+  store            `mxcompat store verify` passes once the damage is undone
+
+Bounded by --runs N or --minutes T, whichever comes first. Needs the --releases' environments built
+(make demo builds them) and, for the tmpfs faults, root (they are counted as not tried elsewhere).
+
+    .venv/bin/python bench/soak.py --runs 30 [--releases 1.0.0.post4,1.9.1] [--models mlp,lenet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kit.common import artifacts  # noqa: E402
+from kit.home import KitHome  # noqa: E402
+
+PASSING = ("identical", "close")
+
+
+class Soak:
+    def __init__(self, args, work: Path):
+        self.args, self.work = args, work
+        self.home = KitHome()
+        self.store, self.runs = work / "store", work / "runs"
+        self.expected: set[tuple] = set()
+        self.results: list[dict] = []
+
+    # --- running the kit -------------------------------------------------------------------------
+    def cli(self, *args, store=None, timeout=900) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "kit", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+            env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root)),
+        )  # fmt: skip
+
+    def run_args(self, run_id: str, store: Path | None = None) -> list[str]:
+        return ["run", "--runs-dir", str(self.runs), "--run-id", run_id, "--save", self.args.releases,
+                "--models", self.args.models, "--store", str(store or self.store)]  # fmt: skip
+
+    def start(self, run_id: str, store: Path | None = None) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kit", *self.run_args(run_id, store)], cwd=REPO,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root)),
+        )  # fmt: skip
+
+    def records(self, run_id: str) -> dict[tuple, dict]:
+        out = {}
+        for path in (self.runs / run_id / "records").glob("[!.]*.json"):
+            rec = json.loads(path.read_text())
+            out[(rec["saved_with"], rec["model"], rec["api"], rec["loaded_with"], rec.get("archived"))] = rec
+        return out
+
+    # --- watching what a run starts ----------------------------------------------------------------
+    @staticmethod
+    def watch(proc: subprocess.Popen, seen: dict, until) -> None:
+        """Collect ``proc``'s descendants into ``seen`` until ``until()`` or it ends."""
+        while proc.poll() is None and not until():
+            try:
+                for child in psutil.Process(proc.pid).children(recursive=True):
+                    seen.setdefault(child.pid, child)
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+
+    @staticmethod
+    def strays(seen: dict) -> list[str]:
+        _, alive = psutil.wait_procs(list(seen.values()), timeout=15)
+        out = []
+        for p in alive:
+            try:
+                out.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+                p.kill()  # counted; not left to the next run
+            except psutil.Error:
+                pass
+        return out
+
+    def interrupted(self, run_id: str, how) -> dict:
+        """Start a run, interrupt it with ``how(proc, seen)`` once it has written a record, resume it."""
+        proc, seen = self.start(run_id), {}
+        deadline = time.monotonic() + 300
+        self.watch(proc, seen, lambda: bool(self.records(run_id)) or time.monotonic() > deadline)
+        time.sleep(random.uniform(0.0, 1.5))
+        self.watch(proc, seen, lambda: True)
+        hit = how(proc, seen)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        strays = self.strays(seen)
+        resumed = self.cli("run", "--runs-dir", str(self.runs), "--resume", run_id)
+        return {"hit": hit, "strays": strays, "exit": resumed.returncode, "tail": resumed.stdout[-300:]}
+
+    # --- the faults --------------------------------------------------------------------------------
+    def _signal_cli(self, sig):
+        def how(proc, seen):
+            if proc.poll() is None:
+                os.killpg(proc.pid, sig) if sig == signal.SIGINT else proc.send_signal(sig)
+                return f"signal {sig.name} to the CLI"
+            return "the run had ended"
+
+        return how
+
+    @staticmethod
+    def _kill_child(match: str):
+        def how(proc, seen):
+            for p in list(seen.values()):
+                try:
+                    if match in " ".join(p.cmdline()):
+                        p.kill()
+                        return f"SIGKILL to {match} {p.pid}"
+                except psutil.Error:
+                    continue
+            return f"no {match} was running"
+
+        return how
+
+    def fault_kill_cli(self, run_id):
+        return self.interrupted(run_id, self._signal_cli(signal.SIGKILL))
+
+    def fault_sigterm_cli(self, run_id):
+        return self.interrupted(run_id, self._signal_cli(signal.SIGTERM))
+
+    def fault_ctrl_c(self, run_id):
+        return self.interrupted(run_id, self._signal_cli(signal.SIGINT))
+
+    def fault_kill_kernel(self, run_id):
+        return self.interrupted(run_id, self._kill_child("ipykernel_launcher"))
+
+    def fault_kill_worker(self, run_id):
+        return self.interrupted(run_id, self._kill_child("multiprocessing.spawn"))
+
+    def _damage(self, run_id, name: str, damage) -> dict:
+        """Damage one file of one artifact, run, expect its cells not to pass, then put it back."""
+        refs = sorted(p.parent for p in self.store.glob(f"*/*/*/{artifacts.MANIFEST}"))
+        refs = [r for r in refs if json.loads((r / artifacts.MANIFEST).read_text()).get("status") == "saved"]
+        folder = random.choice(refs)
+        backup = self.work / "backup"
+        shutil.rmtree(backup, ignore_errors=True)
+        shutil.copytree(folder, backup)
+        manifest = json.loads((folder / artifacts.MANIFEST).read_text())
+        target = folder / (
+            name if name in manifest["files"] or name == artifacts.MANIFEST else sorted(manifest["files"])[0]
+        )
+        damage(target)
+        proc = self.cli(*self.run_args(run_id))
+        release, model, api = folder.relative_to(self.store).parts
+        hit = [r for k, r in self.records(run_id).items() if k[:3] == (release, model, api) and not k[4]]
+        silent = [f"{k}" for k in [(r["saved_with"], r["model"], r["api"], r["loaded_with"]) for r in hit
+                                   if r["verdict"] in PASSING]]  # fmt: skip
+        shutil.rmtree(folder)
+        shutil.copytree(backup, folder)
+        return {"hit": f"{target.relative_to(self.store)}", "exit": proc.returncode, "silent": silent,
+                "damaged_cells": len(hit), "verdicts": sorted({r["verdict"] for r in hit})}  # fmt: skip
+
+    def fault_truncate(self, run_id):
+        return self._damage(run_id, "", lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]))
+
+    def fault_flip_bytes(self, run_id):
+        def flip(p):
+            data = bytearray(p.read_bytes())
+            mid = len(data) // 2
+            data[mid : mid + 16] = b"\x7f" * 16
+            p.write_bytes(bytes(data))
+
+        return self._damage(run_id, "", flip)
+
+    def fault_empty_reference(self, run_id):
+        return self._damage(run_id, artifacts.REFERENCE, lambda p: p.write_bytes(b""))
+
+    def fault_bad_manifest(self, run_id):
+        return self._damage(run_id, artifacts.MANIFEST, lambda p: p.write_text("{not json"))
+
+    def fault_leftovers(self, run_id):
+        """A crashed writer's staging folder, an old-version folder and a stale lock beside an artifact."""
+        folder = sorted(p.parent for p in self.store.glob(f"*/*/*/{artifacts.MANIFEST}"))[0]
+        (folder.parent / f".{folder.name}.tmp-99999").mkdir(exist_ok=True)
+        (folder.parent / f".{folder.name}.old-99999").mkdir(exist_ok=True)
+        (folder.parent / f".{folder.name}.lock").write_text("")
+        proc = self.cli(*self.run_args(run_id))
+        return {"hit": f"leftovers beside {folder.relative_to(self.store)}", "exit": proc.returncode}
+
+    def _tmpfs(self, size: str) -> Path | None:
+        mount = Path(tempfile.mkdtemp(prefix="soak-tmpfs-"))
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                          capture_output=True).returncode != 0:  # fmt: skip
+            mount.rmdir()
+            return None
+        return mount
+
+    def fault_full_disk(self, run_id):
+        mount = self._tmpfs("128k")
+        if mount is None:
+            return {"skipped": "cannot mount a tmpfs here"}
+        try:
+            proc = self.cli(*self.run_args(run_id, store=mount))
+            said = "ENOSPC" in proc.stdout
+            return {"hit": "store on a 128 KiB tmpfs", "exit": proc.returncode, "cause_named": said,
+                    "silent": [] if proc.returncode == 3 and said else ["a full store was not named"]}  # fmt: skip
+        finally:
+            subprocess.run(["umount", "-l", str(mount)])
+
+    def fault_read_only_store(self, run_id):
+        mount = self._tmpfs("1m")
+        if mount is None:
+            return {"skipped": "cannot mount a tmpfs here"}
+        try:
+            subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+            proc = self.cli(*self.run_args(run_id, store=mount))
+            ok = proc.returncode == 2 and "EROFS" in proc.stderr and not (self.runs / run_id).exists()
+            return {"hit": "read-only store", "exit": proc.returncode, "expect_records": False,
+                    "silent": [] if ok else ["a read-only store was not refused up front"]}  # fmt: skip
+        finally:
+            subprocess.run(["umount", "-l", str(mount)])
+
+    def fault_concurrent_retrain(self, run_id):
+        """A --retrain run on the same store at the same time as this run."""
+        other = subprocess.Popen(
+            [sys.executable, "-m", "kit", *self.run_args(run_id + "-retrain"), "--retrain"], cwd=REPO,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root)),
+        )  # fmt: skip
+        proc = self.cli(*self.run_args(run_id))
+        other.wait(timeout=900)
+        corrupt = [k for k, r in self.records(run_id).items() if r["verdict"] == "corrupt"]
+        return {"hit": "a --retrain run beside it", "exit": proc.returncode, "other_exit": other.returncode,
+                "silent": [], "corrupt_seen": len(corrupt)}  # fmt: skip
+
+    def fault_kill_during_summary(self, run_id):
+        def how(proc, seen):
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and time.monotonic() < deadline:
+                manifest = self.runs / run_id / "run.json"
+                steps = json.loads(manifest.read_text())["steps"] if manifest.exists() else {}
+                if steps and all(e["status"] != "pending" for i, e in steps.items() if i != "summary"):
+                    proc.kill()
+                    return "SIGKILL to the CLI once only the summary was left"
+                time.sleep(0.05)
+            return "the run had ended"
+
+        return self.interrupted(run_id, how)
+
+    FAULTS = [
+        "kill_cli", "sigterm_cli", "ctrl_c", "kill_kernel", "kill_worker", "kill_during_summary", "truncate",
+        "flip_bytes", "empty_reference", "bad_manifest", "leftovers", "full_disk", "read_only_store",
+        "concurrent_retrain",
+    ]  # fmt: skip
+
+    # --- the loop ----------------------------------------------------------------------------------
+    def baseline(self) -> None:
+        proc = self.cli(*self.run_args("baseline"))
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"the first, uninterrupted run failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
+        self.expected = set(self.records("baseline"))
+        print(f"baseline: {len(self.expected)} records", flush=True)
+
+    def check(self, run_id: str, outcome: dict) -> dict:
+        if outcome.get("skipped"):
+            return outcome
+        if outcome.get("expect_records", True):
+            got = set(self.records(run_id))
+            outcome["lost"] = len(self.expected - got)
+        else:
+            outcome["lost"] = 0
+        outcome.setdefault("silent", [])
+        outcome.setdefault("strays", [])
+        verify = self.cli("store", "verify", str(self.store))
+        outcome["store_verifies"] = verify.returncode == 0
+        if not outcome["store_verifies"]:
+            outcome["verify_tail"] = verify.stdout[-500:]
+        return outcome
+
+    def go(self) -> dict:
+        started = time.monotonic()
+        self.baseline()
+        order = []
+        while len(self.results) < self.args.runs and time.monotonic() - started < self.args.minutes * 60:
+            if not order:
+                order = list(self.FAULTS)
+                random.shuffle(order)
+            kind = order.pop()
+            run_id = f"soak-{len(self.results):03d}-{kind.replace('_', '-')}"
+            t = time.monotonic()
+            outcome = self.check(run_id, getattr(self, f"fault_{kind}")(run_id))
+            outcome.update(kind=kind, run_id=run_id, seconds=round(time.monotonic() - t, 1))
+            self.results.append(outcome)
+            flags = f"lost {outcome.get('lost', '-')}, silent {len(outcome.get('silent', []))}, "
+            flags += f"strays {len(outcome.get('strays', []))}, store {'ok' if outcome.get('store_verifies') else '?'}"
+            print(f"[{len(self.results)}] {kind}: {outcome.get('hit', outcome.get('skipped'))}; {flags} "
+                  f"({outcome['seconds']} s)", flush=True)  # fmt: skip
+        tried = [r for r in self.results if not r.get("skipped")]
+        return {
+            "kind": "soak",
+            "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "releases": self.args.releases.split(","),
+            "models": self.args.models.split(","),
+            "seed": self.args.seed,
+            "baseline_records": len(self.expected),
+            "runs": len(tried),
+            "fault_kinds_tried": sorted({r["kind"] for r in tried}),
+            "fault_kinds_skipped": sorted({r["kind"] for r in self.results if r.get("skipped")}),
+            "records_lost": sum(r["lost"] for r in tried),
+            "silent_passes": sum(len(r["silent"]) for r in tried),
+            "strays": sum(len(r["strays"]) for r in tried),
+            "store_failed_to_verify": sum(1 for r in tried if not r["store_verifies"]),
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "results": self.results,
+        }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--releases", default="1.0.0.post4,1.9.1")
+    parser.add_argument("--models", default="mlp,lenet")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    random.seed(args.seed)
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        summary = Soak(args, Path(tmp)).go()
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = args.out or REPO / "bench" / "results" / f"soak-{stamp}.json"
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    print(
+        f"{summary['runs']} runs, {len(summary['fault_kinds_tried'])} fault kinds: {summary['records_lost']} "
+        f"records lost, {summary['silent_passes']} silent passes, {summary['strays']} strays, "
+        f"{summary['store_failed_to_verify']} store verify failures -> {out}"
+    )
+    bad = summary["records_lost"] or summary["silent_passes"] or summary["strays"] or summary["store_failed_to_verify"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
