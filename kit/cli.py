@@ -357,6 +357,10 @@ def run_cmd(
     """
     from kit import matrix, request, selection
 
+    # how the steps run (matrix.Execution's options): the same for a new run and a resumed one
+    execution = dict(
+        jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo, progress_line=None
+    )
     if resume_id:
         given = [
             f
@@ -372,15 +376,7 @@ def run_cmd(
         ]
         if given:
             raise UsageError(f"--resume takes the run's own arguments; do not give {', '.join(given)}")
-        outcome = matrix.resume(
-            resume_id,
-            jobs=jobs,
-            runs_root=runs_dir,
-            executor=executor,
-            scheduler=scheduler,
-            on_event=click.echo,
-            progress_line=None,
-        )
+        outcome = matrix.resume(resume_id, **execution)
     else:
         manager = EnvManager(KitHome())
         saves = selection.expand(save, manager, flag="--save")
@@ -404,16 +400,7 @@ def run_cmd(
             allow_list=allow_list,
             store=store,
         )
-        outcome = matrix.run_matrix(
-            req,
-            run_id=run_id,
-            jobs=jobs,
-            runs_root=runs_dir,
-            executor=executor,
-            scheduler=scheduler,
-            on_event=click.echo,
-            progress_line=None,
-        )
+        outcome = matrix.run_matrix(req, run_id=run_id, **execution)
     _report(outcome)
 
 
