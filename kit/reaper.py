@@ -150,7 +150,7 @@ def end_strays(home_root: str | Path) -> list[str]:
                     pass
         for proc in alive:
             try:
-                cmd = " ".join(proc.cmdline())[:120]
+                cmd = (" ".join(proc.cmdline()) or proc.name())[:120]
                 proc.kill()
                 said.append(f"ended stray process {proc.pid} of run {entry.get('run_id') or '?'}: {cmd}")
             except psutil.Error:

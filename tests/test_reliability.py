@@ -361,6 +361,9 @@ def test_strays_are_ended_by_their_recorded_pids_only(tmp_path):
     stray = subprocess.Popen(["sleep", "300"])
     bystander = subprocess.Popen(["sleep", "300"])
     try:
+        deadline = time.monotonic() + 10  # an exec'd child's arguments show in /proc a moment after Popen returns
+        while psutil.Process(stray.pid).cmdline() != ["sleep", "300"] and time.monotonic() < deadline:
+            time.sleep(0.01)
         dead_parent = subprocess.Popen(["true"])
         dead_parent.wait()
         records = tmp_path / "home" / reaper.PIDS_DIR
