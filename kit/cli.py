@@ -786,7 +786,8 @@ def store_push(destination, source, public_read, endpoint_url, **selection):
 
     dest = _remote_store(destination, "push", endpoint_url=endpoint_url, public_read=public_read)
     counts = store_mod.push(store_mod.open_store(source), dest, **selection, on_event=click.echo)
-    click.echo(f"{counts['uploaded']} uploaded, {counts['unchanged']} already there: {dest.url}")
+    kept = f", {counts['superseded']} kept as the store holds them (newer there)" if counts["superseded"] else ""
+    click.echo(f"{counts['uploaded']} uploaded, {counts['unchanged']} already there{kept}: {dest.url}")
 
 
 @store.command("pull")

@@ -114,10 +114,13 @@ class LocalExecutor:
         from kit import store as store_mod
 
         counts = store_mod.push(
-            self.working_copy, self.store, releases=self.releases, models=self.models, apis=self.apis
-        )
+            self.working_copy, self.store, releases=self.releases, models=self.models, apis=self.apis,
+            run_id=self.run_id,
+        )  # fmt: skip
         self.on_event(
-            f"pushed {counts['uploaded']} artifact(s) to {self.store.url} ({counts['unchanged']} already there)"
+            f"pushed {counts['uploaded']} artifact(s) to {self.store.url} ({counts['unchanged']} already there"
+            + (f", {counts['superseded']} newer there kept" if counts["superseded"] else "")
+            + ")"
         )
 
     def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:

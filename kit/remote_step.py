@@ -223,7 +223,9 @@ def run_remote(task: dict) -> dict:
         result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
-        pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis)["uploaded"]
+        pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis, run_id=task["run_id"])[
+            "uploaded"
+        ]
     prefix = f"{store_mod.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
     return {

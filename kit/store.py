@@ -15,27 +15,22 @@ place, so an interrupted transfer never leaves a half artifact that looks comple
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 import json
 import os
-import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
 from kit.common.names import SAFE_NAME
-from kit.common.errors import KitError, UsageError
+from kit.common.errors import KitError, StoreError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
 
 INDEX = "index.json"
 CHECKS = "checks.json"  # when each artifact version was last checked, by which release, with which verdict
 RUNS_PREFIX = ".runs"  # outputs of steps that ran on other machines (the dask executor), per run and attempt
-
-
-class StoreError(KitError):
-    """A store could not be read or written (unreachable, refused, tampered)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +49,7 @@ class Ref:
         return f"{artifacts.VERSIONS}/{self.release}/{self.model}/{self.api}/{self.version}"
 
 
-def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
+def refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
     """Artifact refs from store-relative manifest paths; a path with an unsafe part ('..', '/x') is ignored,
     so a crafted key can never make a download write outside the local store."""
     refs = []
@@ -72,7 +67,7 @@ def _refs_from_manifest_paths(rel_paths: Iterable[str]) -> list[Ref]:
     return sorted(refs, key=lambda r: (r.release, r.model, r.api, r.version or ""))
 
 
-def _check_rel_name(name: str) -> None:
+def check_rel_name(name: str) -> None:
     if not name or name in (".", "..") or "/" in name or "\\" in name:
         raise StoreError(f"refusing a path component {name!r} from a manifest (path traversal)")
 
@@ -99,13 +94,19 @@ class LocalStore:
             for p in self.root.rglob(artifacts.MANIFEST)
             if not any(part.startswith(".") and part != artifacts.VERSIONS for part in p.relative_to(self.root).parts)
         )
-        return _refs_from_manifest_paths(rels)
+        return refs_from_manifest_paths(rels)
 
     def path(self, ref: Ref) -> Path:
         return self.root / ref.rel
 
     def manifest(self, ref: Ref) -> dict:
         return json.loads((self.path(ref) / artifacts.MANIFEST).read_text())
+
+    def manifest_or_none(self, ref: Ref) -> dict | None:
+        try:
+            return self.manifest(ref)
+        except (OSError, ValueError):
+            return None
 
     def problems(self, ref: Ref) -> list[str]:
         """Files of ``ref`` that are missing or do not hash as its manifest says."""
@@ -138,9 +139,19 @@ class LocalStore:
         return index
 
     def commit(self, ref: Ref, staged: Path) -> None:
+        """Move a verified download into place; a current artifact it replaces that holds other weights is
+        kept under ``.versions/``, as a retrain keeps it (a local retrain not yet pushed is never lost)."""
         final = self.path(ref)
         final.parent.mkdir(parents=True, exist_ok=True)
-        artifacts.commit_dir(str(staged), str(final))
+        archive = None
+        if ref.version is None:
+            archive = os.path.dirname(artifacts.version_dir(str(self.root), ref.release, ref.model, ref.api, "-"))
+        artifacts.commit_dir(str(staged), str(final), archive=archive)
+
+    def exclusive(self, rel: str, run_id: str | None = None):
+        """Hold ``rel``'s lock: one writer at a time across processes on this machine."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return artifacts.locked(str(self.root / rel))
 
     def staging(self, ref: Ref) -> Path:
         return Path(artifacts.staging_dir(str(self.path(ref))))
@@ -171,216 +182,6 @@ class LocalStore:
         )
 
 
-class S3Store:
-    """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
-
-    #: kernels work on a local mirror (:meth:`working_copy`), pulled before and pushed after
-    remote = True
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        endpoint_url: str | None = None,
-        anonymous: bool | None = None,
-        public_read: bool = False,
-        attempts: int = 3,
-    ):
-        bucket, _, prefix = url[len("s3://") :].partition("/")
-        if not bucket:
-            raise UsageError(f"not an S3 store URL: {url!r}", hint="use s3://bucket/prefix")
-        self.url, self.bucket, self.prefix = url, bucket, prefix.strip("/")
-        self.public_read = public_read
-        self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        self.client = self._client(anonymous, attempts)
-
-    def _client(self, anonymous, attempts):
-        import boto3
-        from botocore import UNSIGNED
-        from botocore.config import Config
-
-        session = boto3.session.Session()
-        if anonymous is None:
-            anonymous = session.get_credentials() is None
-        self.anonymous = anonymous
-        config = Config(
-            retries={"max_attempts": attempts, "mode": "standard"},
-            connect_timeout=3,
-            read_timeout=30,
-            signature_version=UNSIGNED if anonymous else None,
-        )
-        return session.client("s3", endpoint_url=self.endpoint_url, config=config)
-
-    def key(self, rel: str) -> str:
-        return f"{self.prefix}/{rel}" if self.prefix else rel
-
-    def _call(self, what: str, fn, *args, **kwargs):
-        from boto3.exceptions import Boto3Error
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return fn(*args, **kwargs)
-        except ClientError as e:
-            code = e.response.get("Error", {}).get("Code")
-            raise StoreError(
-                f"S3 {what} refused for {self.url} ({code}): {e}",
-                hint="check the bucket name, the credentials (none: anonymous), and --public-read",
-            ) from None
-        except (BotoCoreError, Boto3Error) as e:  # Boto3Error: a managed transfer (S3UploadFailedError)
-            raise StoreError(
-                f"S3 {what} failed for {self.url} at {self.endpoint_url or 'AWS'}: {e}",
-                hint="is the endpoint up and reachable? (retried with bounded attempts)",
-            ) from None
-
-    def refs(self) -> list[Ref]:
-        """Artifacts in the bucket: by listing, or from ``index.json`` when an anonymous reader may not list."""
-        try:
-            return self._listed_refs()
-        except StoreError:
-            if not self.anonymous:
-                raise
-        try:
-            index = json.loads(self.get_bytes(INDEX))
-        except (StoreError, ValueError):
-            raise StoreError(
-                f"{self.url} can neither be listed nor has a readable {INDEX} for anonymous readers",
-                hint="push with --public-read (it uploads a public index), or use credentials",
-            ) from None
-        return _refs_from_manifest_paths(f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", []))
-
-    def _listed_refs(self) -> list[Ref]:
-        rels = self.list_blobs("")
-        return _refs_from_manifest_paths(r for r in rels if not r.startswith((".uploads/", RUNS_PREFIX + "/")))
-
-    def get_bytes(self, rel: str) -> bytes:
-        body = self._call(f"download of {rel}", self.client.get_object, Bucket=self.bucket, Key=self.key(rel))["Body"]
-        return body.read()
-
-    def manifest(self, ref: Ref) -> dict:
-        try:
-            return json.loads(self.get_bytes(f"{ref.rel}/{artifacts.MANIFEST}"))
-        except ValueError as e:
-            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
-
-    def problems(self, ref: Ref) -> list[str]:
-        try:
-            manifest = self.manifest(ref)
-        except StoreError as e:
-            return [f"manifest.json: {e.message}"]
-        bad = []
-        for name, digest in sorted(manifest.get("files", {}).items()):
-            try:
-                body = self._call(
-                    f"download of {ref.rel}/{name}",
-                    self.client.get_object,
-                    Bucket=self.bucket,
-                    Key=self.key(f"{ref.rel}/{name}"),
-                )["Body"]
-                h = hashlib.sha256()
-                for chunk in body.iter_chunks(1 << 20):  # streamed: parameter files reach 112 MB
-                    h.update(chunk)
-            except StoreError:
-                bad.append(name)
-                continue
-            if h.hexdigest() != digest:
-                bad.append(name)
-        return bad
-
-    def _put(self, rel: str, body: bytes) -> None:
-        extra = {"ACL": "public-read"} if self.public_read else {}
-        self._call(
-            f"upload of {rel}", self.client.put_object, Bucket=self.bucket, Key=self.key(rel), Body=body, **extra
-        )
-
-    def upload(self, ref: Ref, folder: Path) -> None:
-        """Upload one artifact: files to temporary keys, then into place, manifest last."""
-        manifest = json.loads((folder / artifacts.MANIFEST).read_text())
-        names = sorted(manifest.get("files", {}))
-        for name in names:
-            _check_rel_name(name)
-        staging = f".uploads/{uuid.uuid4().hex}"
-        extra = {"ACL": "public-read"} if self.public_read else {}
-        for name in names + [artifacts.MANIFEST]:  # boto3's managed transfer: multipart for big files
-            self._call(
-                f"upload of {staging}/{name}",
-                self.client.upload_file,
-                str(folder / name),
-                self.bucket,
-                self.key(f"{staging}/{name}"),
-                ExtraArgs=extra or None,
-            )
-        # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
-        self._call(
-            "delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}")
-        )
-        for name in names + [artifacts.MANIFEST]:  # managed copy: multipart past 5 GB
-            self._call(
-                f"commit of {ref.rel}/{name}",
-                self.client.copy,
-                {"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")},
-                self.bucket,
-                self.key(f"{ref.rel}/{name}"),
-                ExtraArgs=extra or None,
-            )
-        for name in names + [artifacts.MANIFEST]:
-            self._call("cleanup", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{staging}/{name}"))
-
-    def download(self, ref: Ref, dest: LocalStore) -> None:
-        """Download one artifact into ``dest``, verified before it is renamed into place."""
-        manifest_bytes = self.get_bytes(f"{ref.rel}/{artifacts.MANIFEST}")
-        try:
-            manifest = json.loads(manifest_bytes)
-        except ValueError as e:
-            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
-        staged = dest.staging(ref)
-        try:
-            bad = []
-            for name, digest in sorted(manifest.get("files", {}).items()):
-                _check_rel_name(name)
-                # boto3's managed transfer (ranged, parallel for big files) into the staging folder, then hashed
-                self._call(
-                    f"download of {ref.rel}/{name}",
-                    self.client.download_file,
-                    self.bucket,
-                    self.key(f"{ref.rel}/{name}"),
-                    str(staged / name),
-                )
-                if artifacts.sha256_file(str(staged / name)) != digest:
-                    bad.append(name)
-            if bad:
-                raise StoreError(
-                    f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
-                    hint="the object was changed after upload; nothing was written locally",
-                )
-            (staged / artifacts.MANIFEST).write_bytes(manifest_bytes)
-            dest.commit(ref, staged)
-        finally:
-            shutil.rmtree(staged, ignore_errors=True)
-
-    def write_blob(self, rel: str, data: bytes) -> None:
-        """A file that is not an artifact (a remote step's outputs under ``.runs/``)."""
-        self._put(rel, data)
-
-    def read_blob(self, rel: str) -> bytes:
-        return self.get_bytes(rel)
-
-    def list_blobs(self, prefix: str) -> list[str]:
-        """Keys under ``prefix`` (relative to the store's prefix; "" for everything), sorted."""
-        under = prefix.strip("/")
-        pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=self.key(under + "/") if under else self.key("")
-        )
-        keys = self._call("listing", lambda: [o["Key"] for page in pages for o in page.get("Contents", [])])
-        return sorted(k[len(self.prefix) + 1 :] if self.prefix else k for k in keys)
-
-    def write_index(self, index: dict) -> None:
-        self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())
-
-    def working_copy(self, home: KitHome | None = None) -> LocalStore:
-        """The local folder that mirrors this store for runs on this machine."""
-        return LocalStore((home or KitHome()).root / "s3cache" / self.bucket / (self.prefix or "_root"))
-
-
 def read_checks(store) -> dict:
     """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log."""
     try:
@@ -390,13 +191,15 @@ def read_checks(store) -> dict:
 
 
 def record_checks(store, records: list[dict], run_id: str) -> int:
-    """Add a run's verdicts to the store's check log (the newest check per artifact version and release)."""
-    checks = read_checks(store)
-    for rec in records:
-        ref = Ref(rec["saved_with"], rec["model"], rec["api"], rec.get("archived"))
-        entry = {"checked_at": rec.get("checked_at"), "verdict": rec["verdict"], "run": run_id}
-        checks.setdefault(ref.rel, {})[rec["loaded_with"]] = entry
-    store.write_blob(CHECKS, json.dumps(checks, indent=1, sort_keys=True).encode())
+    """Add a run's verdicts to the store's check log (the newest check per artifact version and release),
+    under the log's lock: concurrent runs each add theirs."""
+    with store.exclusive(CHECKS, run_id):
+        checks = read_checks(store)
+        for rec in records:
+            ref = Ref(rec["saved_with"], rec["model"], rec["api"], rec.get("archived"))
+            entry = {"checked_at": rec.get("checked_at"), "verdict": rec["verdict"], "run": run_id}
+            checks.setdefault(ref.rel, {})[rec["loaded_with"]] = entry
+        store.write_blob(CHECKS, json.dumps(checks, indent=1, sort_keys=True).encode())
     return len(records)
 
 
@@ -404,7 +207,9 @@ def build_index(store) -> dict:
     """Identity and file hashes of every artifact version in ``store``."""
     entries = []
     for ref in store.refs():
-        m = store.manifest(ref)
+        m = store.manifest_or_none(ref)
+        if m is None:
+            continue  # replaced at this moment by another writer: the index it writes next names it
         entries.append(
             {
                 "release": ref.release,
@@ -422,15 +227,24 @@ def build_index(store) -> dict:
 
 
 #: store kinds by URL scheme (``s3://bucket/prefix``); a location without a scheme is a folder (LocalStore)
-STORES: dict[str, Callable[..., object]] = {}
+STORES: dict[str, Callable[..., object] | str] = {}
 
 
-def register_store(scheme: str, factory: Callable[..., object]) -> None:
-    """Make ``scheme://...`` locations open with ``factory(url, endpoint_url=, anonymous=, public_read=)``."""
+def register_store(scheme: str, factory: Callable[..., object] | str) -> None:
+    """Make ``scheme://...`` locations open with ``factory(url, endpoint_url=, anonymous=, public_read=)``;
+    ``"module:name"`` names one imported when first used (a backend imports this module, not the reverse)."""
     STORES[scheme] = factory
 
 
-register_store("s3", S3Store)
+def _factory(scheme: str) -> Callable[..., object]:
+    factory = STORES[scheme]
+    if isinstance(factory, str):
+        module, _, name = factory.partition(":")
+        factory = STORES[scheme] = getattr(importlib.import_module(module), name)
+    return factory
+
+
+register_store("s3", "kit.s3_store:S3Store")
 
 
 def open_store(
@@ -452,7 +266,7 @@ def open_store(
         raise UsageError(
             f"unsupported store {text!r}", hint="use a folder or " + ", ".join(f"{s}://..." for s in STORES)
         )
-    return STORES[scheme](text, endpoint_url=endpoint_url, anonymous=anonymous, public_read=public_read)
+    return _factory(scheme)(text, endpoint_url=endpoint_url, anonymous=anonymous, public_read=public_read)
 
 
 def _select(refs: list[Ref], releases=None, models=None, apis=None, versions=False) -> list[Ref]:
@@ -466,8 +280,22 @@ def _select(refs: list[Ref], releases=None, models=None, apis=None, versions=Fal
     ]
 
 
-def _same(a: dict, b: dict) -> bool:
+def same_artifact(a: dict, b: dict) -> bool:
     return a.get("files") == b.get("files") and a.get("status") == b.get("status")
+
+
+def newer(mine: dict, theirs: dict) -> bool:
+    """Whether the artifact of manifest ``mine`` should replace ``theirs``: saved later (``saved_at``), or as
+    late with at least as many files (a train notebook attached since); a tie goes to ``mine``."""
+    return (str(mine.get("saved_at") or ""), len(mine.get("files") or {})) >= (
+        str(theirs.get("saved_at") or ""),
+        len(theirs.get("files") or {}),
+    )
+
+
+def _manifest(store, ref: Ref) -> dict:
+    """``ref``'s manifest, {} while it is absent (being replaced by another run: the copy retries)."""
+    return store.manifest_or_none(ref) or {}
 
 
 def _copy_missing(refs, up_to_date, copy, counted: str, said: str, on_event) -> dict:
@@ -485,15 +313,18 @@ def _copy_missing(refs, up_to_date, copy, counted: str, said: str, on_event) -> 
 
 def push(
     src: LocalStore,
-    dest: S3Store,
+    dest,
     *,
     releases=None,
     models=None,
     apis=None,
     versions=True,
+    run_id: str | None = None,
     on_event: Callable[[str], None] = lambda m: None,
 ) -> dict:
-    """Upload artifacts of ``src`` that ``dest`` lacks or holds differently; then its index. Verified first."""
+    """Upload artifacts of ``src`` that ``dest`` (an S3 store) lacks or holds differently, each under its
+    lease; then its index. Verified first. ``{"uploaded", "unchanged", "superseded"}``: superseded ones
+    stayed as the bucket holds them, because its copy is newer (``src``'s is kept under ``.versions/``)."""
     refs = _select(src.refs(), releases, models, apis, versions)
     for ref in refs:
         bad = src.problems(ref)
@@ -503,20 +334,26 @@ def push(
                 hint="run `mxcompat store verify` and retrain or remove it",
             )
     there = set(dest.refs())
-    counts = _copy_missing(
-        refs,
-        lambda ref: ref in there and _same(dest.manifest(ref), src.manifest(ref)),
-        lambda ref: dest.upload(ref, src.path(ref)),
-        "uploaded",
-        "pushed",
-        on_event,
-    )
-    dest.write_index(build_index(dest))
+    counts = {"uploaded": 0, "unchanged": 0, "superseded": 0}
+    for ref in refs:
+        if ref in there and same_artifact(_manifest(dest, ref), src.manifest(ref)):
+            counts["unchanged"] += 1
+            continue
+        outcome = dest.put(ref, src.path(ref), run_id=run_id)
+        counts[outcome] += 1
+        if outcome == "uploaded":
+            on_event(f"pushed {ref.rel}")
+        elif outcome == "superseded":
+            on_event(
+                f"kept {dest.url}/{ref.rel} as it is: its copy is newer than {src.url}'s, which is kept "
+                f"under {artifacts.VERSIONS}/ if it holds other weights"
+            )
+    dest.write_index(run_id)
     return counts
 
 
 def pull(
-    src: S3Store,
+    src,
     dest: LocalStore,
     *,
     releases=None,
@@ -529,7 +366,7 @@ def pull(
     here = set(dest.refs())
     counts = _copy_missing(
         _select(src.refs(), releases, models, apis, versions),
-        lambda ref: ref in here and not dest.problems(ref) and _same(dest.manifest(ref), src.manifest(ref)),
+        lambda ref: ref in here and not dest.problems(ref) and same_artifact(dest.manifest(ref), _manifest(src, ref)),
         lambda ref: src.download(ref, dest),
         "downloaded",
         "pulled",

@@ -214,9 +214,9 @@ def test_nothing_unpickles():
 
 
 def test_crafted_store_keys_cannot_escape(tmp_path):
-    from kit.store import _refs_from_manifest_paths
+    from kit.store import refs_from_manifest_paths
 
-    refs = _refs_from_manifest_paths(
+    refs = refs_from_manifest_paths(
         [
             "1.9.1/mlp/export/manifest.json",
             "../../etc/x/manifest.json",

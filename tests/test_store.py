@@ -13,6 +13,7 @@ from conftest import NEWEST, OLDEST, read_records, run_cli
 from kit import store as store_mod
 from kit.home import KitHome
 from kit.notebooks import NOTEBOOKS, run_notebook
+from kit.s3_store import S3Store
 
 
 @pytest.fixture
@@ -37,8 +38,8 @@ def test_push_pull_round_trip(trained_store, s3env, tmp_path):
     bucket = make_bucket("kit-roundtrip")
     remote = store_mod.open_store(f"s3://{bucket}/baselines")
     counts = store_mod.push(src, remote)
-    assert counts == {"uploaded": 56, "unchanged": 0}
-    assert store_mod.push(src, remote) == {"uploaded": 0, "unchanged": 56}  # nothing moves twice
+    assert counts == {"uploaded": 56, "unchanged": 0, "superseded": 0}
+    assert store_mod.push(src, remote) == {"uploaded": 0, "unchanged": 56, "superseded": 0}  # nothing moves twice
     dest = store_mod.LocalStore(tmp_path / "pulled")
     assert store_mod.pull(remote, dest)["downloaded"] == 56
     assert local_snapshot(dest) == local_snapshot(src)
@@ -121,7 +122,7 @@ def test_server_down_is_a_clear_error_after_bounded_retries(tmp_path, monkeypatc
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    remote = store_mod.S3Store("s3://kit-down/b", endpoint_url=f"http://127.0.0.1:{port}", attempts=2)
+    remote = S3Store("s3://kit-down/b", endpoint_url=f"http://127.0.0.1:{port}", attempts=2)
     dest = store_mod.LocalStore(tmp_path / "local")
     started = time.monotonic()
     with pytest.raises(store_mod.StoreError) as e:

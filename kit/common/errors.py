@@ -46,5 +46,9 @@ class EnvNotFoundError(UsageError):
     """An environment that was asked for has not been created."""
 
 
+class StoreError(KitError):
+    """A store could not be read or written (unreachable, refused, tampered)."""
+
+
 class EnvBuildError(KitError):
     """Creating or verifying an environment failed."""
