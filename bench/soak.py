@@ -9,6 +9,11 @@ or before the run, then --resume where the run was interrupted, and checks:
   strays           a process the run started (its workers, kernels) still alive 15 s after it ended (must be 0)
   store            `mxcompat store verify` passes once the damage is undone
 
+The S3 faults run the matrix on an S3 store (moto in server mode, seeded from the local store): the
+server killed before a run and brought back after it failed (it refuses before starting anything, so the
+same command is run again), paused (SIGSTOP) while the run pulls, or
+killed mid-run and restarted with its objects (a durable server's restart), each then --resume.
+
 Bounded by --runs N or --minutes T, whichever comes first. Needs the --releases' environments built
 (make demo builds them) and, for the tmpfs faults, root (they are counted as not tried elsewhere).
 
@@ -31,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
+import urllib.request
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -48,6 +54,8 @@ class Soak:
         self.store, self.runs = work / "store", work / "runs"
         self.expected: set[tuple] = set()
         self.results: list[dict] = []
+        self.moto: subprocess.Popen | None = None
+        self.s3_url = "s3://soak/baselines"
 
     # --- running the kit -------------------------------------------------------------------------
     def cli(self, *args, store=None, timeout=900) -> subprocess.CompletedProcess:
@@ -56,11 +64,11 @@ class Soak:
             env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root)),
         )  # fmt: skip
 
-    def run_args(self, run_id: str, store: Path | None = None) -> list[str]:
+    def run_args(self, run_id: str, store: Path | str | None = None) -> list[str]:
         return ["run", "--runs-dir", str(self.runs), "--run-id", run_id, "--save", self.args.releases,
                 "--models", self.args.models, "--store", str(store or self.store)]  # fmt: skip
 
-    def start(self, run_id: str, store: Path | None = None) -> subprocess.Popen:
+    def start(self, run_id: str, store: Path | str | None = None) -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "kit", *self.run_args(run_id, store)], cwd=REPO,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -98,14 +106,18 @@ class Soak:
                 pass
         return out
 
-    def interrupted(self, run_id: str, how) -> dict:
-        """Start a run, interrupt it with ``how(proc, seen)`` once it has written a record, resume it."""
-        proc, seen = self.start(run_id), {}
+    def interrupted(self, run_id: str, how, store=None, at_start: bool = False) -> dict:
+        """Start a run, interrupt it with ``how(proc, seen)`` once it has written a record (``at_start``: at
+        once), resume it."""
+        proc, seen = self.start(run_id, store), {}
         deadline = time.monotonic() + 300
-        self.watch(proc, seen, lambda: bool(self.records(run_id)) or time.monotonic() > deadline)
-        time.sleep(random.uniform(0.0, 1.5))
+        if not at_start:
+            self.watch(proc, seen, lambda: bool(self.records(run_id)) or time.monotonic() > deadline)
+            time.sleep(random.uniform(0.0, 1.5))
         self.watch(proc, seen, lambda: True)
         hit = how(proc, seen)
+        until = time.monotonic() + 120
+        self.watch(proc, seen, lambda: time.monotonic() > until)  # what it starts after the fault, too
         try:
             proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
@@ -114,6 +126,90 @@ class Soak:
         strays = self.strays(seen)
         resumed = self.cli("run", "--runs-dir", str(self.runs), "--resume", run_id)
         return {"hit": hit, "strays": strays, "exit": resumed.returncode, "tail": resumed.stdout[-300:]}
+
+    # --- an S3 store -------------------------------------------------------------------------------
+    def s3_up(self, objects: dict | None = None) -> None:
+        """(Re)start the S3 server on its port; ``objects`` ({key: bytes}) restored into its bucket."""
+        import boto3
+
+        if not os.environ.get("AWS_ENDPOINT_URL_S3"):
+            import socket
+
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            os.environ.update({"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak",
+                               "AWS_DEFAULT_REGION": "us-east-1",
+                               "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"})  # fmt: skip
+        endpoint = os.environ["AWS_ENDPOINT_URL_S3"]
+        moto = Path(sys.executable).parent / "moto_server"
+        port = endpoint.rsplit(":", 1)[1]
+        self.moto = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", port], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(endpoint, timeout=2)
+                break
+            except OSError as e:
+                if getattr(e, "code", None):
+                    break
+                time.sleep(0.2)
+        client = boto3.client("s3")
+        client.create_bucket(Bucket="soak")
+        for key, body in (objects or {}).items():
+            client.put_object(Bucket="soak", Key=key, Body=body)
+
+    def s3_down(self) -> dict:
+        """Stop the S3 server; what its bucket held (restored by a restart, as a durable server keeps it)."""
+        import boto3
+
+        client, objects = boto3.client("s3"), {}
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket="soak"):
+            for o in page.get("Contents", []):
+                objects[o["Key"]] = client.get_object(Bucket="soak", Key=o["Key"])["Body"].read()
+        self.moto.kill()
+        self.moto.wait()
+        return objects
+
+    def s3_seed(self) -> None:
+        shutil.rmtree(self.home.root / "s3cache" / "soak", ignore_errors=True)  # an earlier soak's mirror
+        self.s3_up()
+        pushed = self.cli("store", "push", self.s3_url, "--from", str(self.store))
+        if pushed.returncode != 0:
+            raise SystemExit(f"seeding the S3 store failed:\n{pushed.stdout}{pushed.stderr}")
+
+    def fault_s3_down_at_start(self, run_id):
+        """The server is gone when the run starts: a clear failure, then --resume once it is back."""
+        objects = self.s3_down()
+        proc = self.cli(*self.run_args(run_id, store=self.s3_url))
+        named = "is the endpoint up" in proc.stdout + proc.stderr
+        self.s3_up(objects)
+        if (self.runs / run_id).exists():
+            how, resumed = "--resume", self.cli("run", "--runs-dir", str(self.runs), "--resume", run_id)
+        else:  # refused before anything was started: the same command again
+            how, resumed = "the same command", self.cli(*self.run_args(run_id, store=self.s3_url))
+        silent = [] if proc.returncode != 0 and named else [f"the run without its S3 server exited {proc.returncode}"
+                                                            " without naming the endpoint"]  # fmt: skip
+        return {"hit": "S3 server down at the start", "first_exit": proc.returncode, "cause_named": named,
+                "recovered_by": how, "exit": resumed.returncode, "silent": silent, "s3": True}  # fmt: skip
+
+    def fault_s3_paused(self, run_id):
+        def how(proc, seen):
+            os.kill(self.moto.pid, signal.SIGSTOP)
+            time.sleep(8)
+            os.kill(self.moto.pid, signal.SIGCONT)
+            return "S3 server paused (SIGSTOP) 8 s as the run started"
+
+        return dict(self.interrupted(run_id, how, store=self.s3_url, at_start=True), s3=True)
+
+    def fault_s3_restart_mid_run(self, run_id):
+        def how(proc, seen):
+            objects = self.s3_down()
+            time.sleep(2)
+            self.s3_up(objects)
+            return "S3 server killed mid-run and restarted 2 s later with its objects"
+
+        return dict(self.interrupted(run_id, how, store=self.s3_url), s3=True)
 
     # --- the faults --------------------------------------------------------------------------------
     def _signal_cli(self, sig):
@@ -267,7 +363,7 @@ class Soak:
     FAULTS = [
         "kill_cli", "sigterm_cli", "ctrl_c", "kill_kernel", "kill_worker", "kill_during_summary", "truncate",
         "flip_bytes", "empty_reference", "bad_manifest", "leftovers", "full_disk", "read_only_store",
-        "concurrent_retrain",
+        "concurrent_retrain", "s3_down_at_start", "s3_paused", "s3_restart_mid_run",
     ]  # fmt: skip
 
     # --- the loop ----------------------------------------------------------------------------------
@@ -277,6 +373,7 @@ class Soak:
             raise SystemExit(f"the first, uninterrupted run failed ({proc.returncode}):\n{proc.stdout[-2000:]}")
         self.expected = set(self.records("baseline"))
         print(f"baseline: {len(self.expected)} records", flush=True)
+        self.s3_seed()
 
     def check(self, run_id: str, outcome: dict) -> dict:
         if outcome.get("skipped"):
@@ -289,18 +386,29 @@ class Soak:
         outcome.setdefault("silent", [])
         outcome.setdefault("strays", [])
         verify = self.cli("store", "verify", str(self.store))
+        if outcome.get("s3"):
+            remote = self.cli("store", "verify", self.s3_url)
+            verify = verify if verify.returncode else remote
         outcome["store_verifies"] = verify.returncode == 0
         if not outcome["store_verifies"]:
             outcome["verify_tail"] = verify.stdout[-500:]
         return outcome
 
     def go(self) -> dict:
+        try:
+            return self._go()
+        finally:
+            if self.moto is not None:
+                self.moto.kill()
+                self.moto.wait()
+
+    def _go(self) -> dict:
         started = time.monotonic()
         self.baseline()
         order = []
         while len(self.results) < self.args.runs and time.monotonic() - started < self.args.minutes * 60:
             if not order:
-                order = list(self.FAULTS)
+                order = [f for f in self.FAULTS if not self.args.faults or f in self.args.faults.split(",")]
                 random.shuffle(order)
             kind = order.pop()
             run_id = f"soak-{len(self.results):03d}-{kind.replace('_', '-')}"
@@ -339,6 +447,7 @@ def main() -> int:
     parser.add_argument("--releases", default="1.0.0.post4,1.9.1")
     parser.add_argument("--models", default="mlp,lenet")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--faults", help="only these fault kinds, comma-separated (default: all)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     random.seed(args.seed)
