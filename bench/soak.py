@@ -315,7 +315,9 @@ class Soak:
         try:
             proc = self.cli(*self.run_args(run_id, store=mount))
             said = "ENOSPC" in proc.stdout
+            # a store of its own, empty and too small: the run is to break naming ENOSPC, not to hold records
             return {"hit": "store on a 128 KiB tmpfs", "exit": proc.returncode, "cause_named": said,
+                    "expect_records": False,
                     "silent": [] if proc.returncode == 3 and said else ["a full store was not named"]}  # fmt: skip
         finally:
             subprocess.run(["umount", "-l", str(mount)])
