@@ -18,46 +18,19 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from helpers import start_kit  # noqa: E402
+import s3_server  # noqa: E402  (bench/, beside this script)
 
 BUCKET = "kit-bench"
-
-
-def moto(base: Path) -> tuple[subprocess.Popen, dict]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=open(base / "moto.log", "w"),
-        stderr=subprocess.STDOUT,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(endpoint, timeout=2)
-            break
-        except OSError as e:
-            if getattr(e, "code", None):
-                break
-            time.sleep(0.2)
-    return proc, {
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": endpoint,
-    }
 
 
 def records(run_dir: Path) -> dict:
@@ -92,7 +65,7 @@ def main(argv=None) -> int:
     from distributed import Client, LocalCluster
 
     base = Path(tempfile.mkdtemp(prefix="mxcompat-dask-bench-"))
-    server, aws = moto(base)
+    server, aws = s3_server.start(log=base / "moto.log")
     os.environ.update(aws)
     boto3.client("s3", endpoint_url=aws["AWS_ENDPOINT_URL_S3"]).create_bucket(Bucket=BUCKET)
     cluster = LocalCluster(

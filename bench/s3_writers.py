@@ -11,12 +11,12 @@ import argparse
 import json
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+
+import s3_server  # bench/, beside this script
 
 RELEASE, MODEL, API = "1.9.1", "lenet", "export"
 
@@ -68,25 +68,6 @@ def _puller(kit, url, local, seconds, out):
     Path(out).write_text(json.dumps({"pulls": pulls, "torn": torn, "errors": errors}))
 
 
-def _server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    moto = Path(sys.executable).parent / "moto_server"
-    proc = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(endpoint, timeout=2)
-            break
-        except OSError as e:
-            if getattr(e, "code", None):
-                break
-            time.sleep(0.2)
-    return proc, endpoint
-
-
 def trial(kit: str, versions: int, seconds: float, tmp: Path) -> dict:
     sys.path.insert(0, kit)
     import boto3
@@ -94,10 +75,9 @@ def trial(kit: str, versions: int, seconds: float, tmp: Path) -> dict:
     from kit import store as store_mod
     from kit.common import artifacts
 
-    proc, endpoint = _server()
+    proc, aws = s3_server.start()
     try:
-        os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-                           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": endpoint})  # fmt: skip
+        os.environ.update(aws)
         boto3.client("s3").create_bucket(Bucket="writers")
         url = "s3://writers/b"
         _commit(str(tmp / "first"), "first00", "2026-01-01T00:00:00Z")

@@ -36,11 +36,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
-import urllib.request
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import s3_server  # noqa: E402  (bench/, beside this script)
 from kit.common import artifacts  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
@@ -132,28 +132,9 @@ class Soak:
         """(Re)start the S3 server on its port; ``objects`` ({key: bytes}) restored into its bucket."""
         import boto3
 
-        if not os.environ.get("AWS_ENDPOINT_URL_S3"):
-            import socket
-
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
-            os.environ.update({"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak",
-                               "AWS_DEFAULT_REGION": "us-east-1",
-                               "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"})  # fmt: skip
-        endpoint = os.environ["AWS_ENDPOINT_URL_S3"]
-        moto = Path(sys.executable).parent / "moto_server"
-        port = endpoint.rsplit(":", 1)[1]
-        self.moto = subprocess.Popen([str(moto), "-H", "127.0.0.1", "-p", port], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        for _ in range(150):
-            try:
-                urllib.request.urlopen(endpoint, timeout=2)
-                break
-            except OSError as e:
-                if getattr(e, "code", None):
-                    break
-                time.sleep(0.2)
+        port = int(os.environ["AWS_ENDPOINT_URL_S3"].rsplit(":", 1)[1]) if self.moto else None  # the same one
+        self.moto, aws = s3_server.start(port)
+        os.environ.update(aws)
         client = boto3.client("s3")
         client.create_bucket(Bucket="soak")
         for key, body in (objects or {}).items():

@@ -160,16 +160,18 @@ class S3Store:
         except ValueError as e:
             raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
 
+    def get_bytes_or_none(self, rel: str) -> bytes | None:
+        """``rel``'s bytes, None when there is no such object (an artifact being replaced lacks its manifest)."""
+        answer = self.call_or_code(
+            f"download of {rel}", ("NoSuchKey", "404"), self.client.get_object, Bucket=self.bucket, Key=self.key(rel)
+        )
+        return None if isinstance(answer, str) else answer["Body"].read()
+
     def manifest_or_none(self, ref: Ref) -> dict | None:
         """The manifest of ``ref``, None when there is none (or it is not JSON: not a complete artifact)."""
-        answer = self.call_or_code(
-            f"download of {ref.rel}/{artifacts.MANIFEST}", ("NoSuchKey", "404"), self.client.get_object,
-            Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}"),
-        )  # fmt: skip
-        if isinstance(answer, str):
-            return None
+        data = self.get_bytes_or_none(f"{ref.rel}/{artifacts.MANIFEST}")
         try:
-            return json.loads(answer["Body"].read())
+            return None if data is None else json.loads(data)
         except ValueError:
             return None
 
@@ -298,13 +300,9 @@ class S3Store:
 
     def _download_once(self, ref: Ref, dest: LocalStore) -> None:
         manifest_key = f"{ref.rel}/{artifacts.MANIFEST}"
-        first = self.call_or_code(
-            f"download of {manifest_key}", ("NoSuchKey", "404"), self.client.get_object,
-            Bucket=self.bucket, Key=self.key(manifest_key),
-        )  # fmt: skip
-        if isinstance(first, str):
+        manifest_bytes = self.get_bytes_or_none(manifest_key)
+        if manifest_bytes is None:
             raise _Changed()  # listed a moment ago: being replaced
-        manifest_bytes = first["Body"].read()
         try:
             manifest = json.loads(manifest_bytes)
         except ValueError as e:
@@ -322,7 +320,7 @@ class S3Store:
                 if isinstance(got, str) or artifacts.sha256_file(str(staged / name)) != digest:
                     bad.append(name)
             if bad:
-                if self._manifest_bytes(manifest_key) != manifest_bytes:
+                if self.get_bytes_or_none(manifest_key) != manifest_bytes:
                     raise _Changed()
                 raise StoreError(
                     f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
@@ -332,13 +330,6 @@ class S3Store:
             dest.commit(ref, staged)
         finally:
             shutil.rmtree(staged, ignore_errors=True)
-
-    def _manifest_bytes(self, manifest_key: str) -> bytes | None:
-        answer = self.call_or_code(
-            f"download of {manifest_key}", ("NoSuchKey", "404"), self.client.get_object,
-            Bucket=self.bucket, Key=self.key(manifest_key),
-        )  # fmt: skip
-        return None if isinstance(answer, str) else answer["Body"].read()
 
     def write_blob(self, rel: str, data: bytes) -> None:
         """A file that is not an artifact (a remote step's outputs under ``.runs/``)."""

@@ -220,6 +220,14 @@ def s3_server(tmp_path_factory):
     log.close()
 
 
+@pytest.fixture
+def s3env(s3_server, monkeypatch):
+    """The S3 server's endpoint and fake credentials in this test's environment."""
+    for k, v in s3_server["env"].items():
+        monkeypatch.setenv(k, v)
+    return s3_server
+
+
 def rehash(folder: Path, name: str) -> None:
     """Update an artifact manifest's sha256 of ``name``, so a deliberate change gets past the hash check."""
     from kit.common import artifacts

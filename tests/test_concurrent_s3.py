@@ -28,13 +28,6 @@ WRITES = 6  # versions each writer commits and pushes
 READ_FOR = 8.0  # seconds the reader keeps pulling
 
 
-@pytest.fixture
-def s3env(s3_server, monkeypatch):
-    for k, v in s3_server["env"].items():
-        monkeypatch.setenv(k, v)
-    return s3_server
-
-
 def _bucket(name: str) -> str:
     boto3.client("s3").create_bucket(Bucket=name)
     return f"s3://{name}/b"

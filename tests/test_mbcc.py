@@ -204,13 +204,6 @@ def test_imported_artifacts_are_reloaded_by_a_run_like_any_other(imported, kit_h
     assert not (store / artifacts.VERSIONS).exists()
 
 
-@pytest.fixture
-def s3env(s3_server, monkeypatch):
-    for k, v in s3_server["env"].items():
-        monkeypatch.setenv(k, v)
-    return s3_server
-
-
 @envs
 def test_the_checkers_bucket_imports_into_an_s3_store(source, s3env, kit_home):
     s3 = boto3.client("s3")

@@ -16,13 +16,6 @@ from kit.notebooks import NOTEBOOKS, run_notebook
 from kit.s3_store import S3Store
 
 
-@pytest.fixture
-def s3env(s3_server, monkeypatch):
-    for k, v in s3_server["env"].items():
-        monkeypatch.setenv(k, v)
-    return s3_server
-
-
 def make_bucket(name: str) -> str:
     boto3.client("s3").create_bucket(Bucket=name)
     return name
