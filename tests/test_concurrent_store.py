@@ -40,6 +40,7 @@ def _writer(store, name):
 
 def _reader(store, out):
     final, seen, torn = _final(store), set(), 0
+    open(out + ".ready", "w").close()  # the writers start once every reader is reading, however slow spawn is
     deadline = time.monotonic() + READ_FOR
     reads = 0
     while time.monotonic() < deadline:
@@ -63,7 +64,12 @@ def test_two_writers_and_two_readers_never_see_half_an_artifact(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     readers = [ctx.Process(target=_reader, args=(store, str(tmp_path / ("r%d.json" % i)))) for i in range(2)]
     writers = [ctx.Process(target=_writer, args=(store, name)) for name in ("a", "b")]
-    for p in readers + writers:
+    for p in readers:
+        p.start()
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / ("r%d.json.ready" % i)).exists() for i in range(2)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for p in writers:
         p.start()
     for p in readers + writers:
         p.join(timeout=120)
