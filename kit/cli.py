@@ -405,17 +405,22 @@ def run_cmd(
 
 
 def _report(outcome):
-    """Print a run's outcome and exit with its code."""
+    """Print a run's outcome, one line per incompatibility (signature), and exit with its code."""
     from kit.reports import skipped_line
+    from kit.signatures import line
 
     for direction, counts in sorted(outcome.counts.items()):
         click.echo(f"{direction}: " + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())))
-    for label in outcome.failures:
-        click.secho(f"FAIL {label}", fg="red")
-    for label in outcome.allowed:
-        click.echo(f"allowed {label}")
-    for line in outcome.expired:
-        click.secho(f"EXPIRED {line.lstrip('- ')}", fg="red")
+    for group in outcome.groups:
+        if group.failing:
+            excused = f" ({group.allowed} allowed)" if group.allowed else ""
+            click.secho(f"FAIL {line(group)}{excused}", fg="red")
+        elif group.allowed:
+            click.echo(f"allowed {line(group)}")
+        else:
+            click.echo(line(group))
+    for line_ in outcome.expired:
+        click.secho(f"EXPIRED {line_.lstrip('- ')}", fg="red")
     for step in outcome.failed_steps:
         click.secho(f"BROKEN step {step}: {outcome.causes.get(step, 'cause unknown')}", fg="red")
     for entry in outcome.skipped:
@@ -687,6 +692,38 @@ def report_cmd(run_id, issue, as_json, webhook, runs_dir):
     if not (issue or as_json or webhook):
         issue_report.summary_payload(run)  # refuses a missing or unfinished run
         click.echo((run.dir / "summary.md").read_text(), nl=False)
+
+
+@main.command("compare")
+@click.argument("before")
+@click.argument("after")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--runs-dir", metavar="PATH", help="Where run folders are (default: runs/).")
+@handle_errors
+def compare_cmd(before, after, as_json, runs_dir):
+    """Compare two finished runs by incompatibility signature (e.g. yesterday's nightly and today's).
+
+    Lists the signatures that appeared in AFTER, disappeared from BEFORE, and those whose cells
+    changed. Exit codes: 0 no new regression, 1 a new backward (or same-release) signature appeared
+    that fails AFTER, 2 a run is missing or unfinished.
+
+    \b
+      mxcompat compare nightly-20261204 nightly-20261205
+      mxcompat compare 20261204-020000 latest --json
+    """
+    from kit.compare import compare_runs, lines
+    from kit.runs import Run
+    from kit.runs import runs_dir as default_runs_dir
+
+    root = runs_dir or default_runs_dir()
+    result = compare_runs(Run(root, before), Run(root, after))
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=1))
+    else:
+        for text in lines(result):
+            red = text.startswith("APPEARED (fails")
+            click.secho(text, fg="red" if red else None)
+    sys.exit(result.exit_code)
 
 
 @main.group()

@@ -10,22 +10,12 @@ from kit import reports
 from kit.common import artifacts
 from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import cell_id, verdict_counts
-from kit.records import classify, load_allow_list, load_records
+from kit.records import load_finished
+from kit.signatures import line
 from kit.runs import Run
 
 WEBHOOK_TIMEOUT = 10
 WEBHOOK_ATTEMPTS = 3
-
-
-def _finished(run: Run) -> tuple[dict, list[dict], dict]:
-    if not run.exists():
-        raise UsageError(f"no run {run.id} in {run.dir.parent}")
-    manifest = run.read_manifest()
-    if "exit_code" not in manifest:
-        raise UsageError(f"run {run.id} has not finished", hint=f"finish it: mxcompat run --resume {run.id}")
-    records = load_records(run.dir)
-    split = classify(records, load_allow_list(manifest["request"].get("allow_list")))
-    return manifest, records, split
 
 
 def _bundle_of(run: Run, rec: dict) -> Path | None:
@@ -40,7 +30,7 @@ def _bundle_of(run: Run, rec: dict) -> Path | None:
 
 def issue_markdown(run: Run) -> str:
     """A Markdown body for a bug report: releases, verdict table, failing cells with their errors, bundles."""
-    manifest, records, split = _finished(run)
+    manifest, records, split = load_finished(run)
     req = manifest["request"]
     code = manifest["exit_code"]
     lines = [
@@ -54,6 +44,10 @@ def issue_markdown(run: Run) -> str:
     ]
     counts = verdict_counts(records)
     lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
+    groups = reports.groups_of(records, split)
+    if groups:
+        lines += ["", f"#### Incompatibilities ({len(groups)}, one line each)", ""]
+        lines += [f"- {'**fails the run** ' if g.failing else ''}`{line(g)}`" for g in groups]
     lines += ["", f"#### Failing cells ({len(split['failures'])})", ""]
     if not split["failures"]:
         lines.append("None.")
@@ -84,7 +78,7 @@ def issue_markdown(run: Run) -> str:
 
 def summary_payload(run: Run) -> dict:
     """The run's outcome as JSON for a webhook: counts, failing cells, expired allowances, broken steps."""
-    manifest, records, split = _finished(run)
+    manifest, records, split = load_finished(run)
     return {
         "kind": "mxnet-compat-kit.run",
         "run_id": run.id,
@@ -94,6 +88,7 @@ def summary_payload(run: Run) -> dict:
         "save": manifest["request"]["save"],
         "load": manifest["request"]["load"],
         "counts": verdict_counts(records),
+        "signatures": [g.as_dict() for g in reports.groups_of(records, split)],
         "failures": [
             {"cell": cell_id(r), "verdict": r["verdict"], "reason": r.get("reason")} for r in split["failures"]
         ],

@@ -28,10 +28,10 @@ from kit.plan import plan, unchecked, waves
 from kit.progress import PROGRESS_DIR, LiveProgress
 from kit.records import classify, load_allow_list, load_records
 from kit.request import RunRequest, check_environments, check_writable, store_space_warning, validate
+from kit.signatures import Group
 from kit.runs import LATEST, Run, new_run_id, runs_dir
 from kit.steps import Step, StepResult
 
-EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
 FINISHED = ("ok", "cached")
 
 
@@ -47,6 +47,7 @@ class RunOutcome:
     expired: list[str] = field(default_factory=list)  # failing cells whose allow-list entry expired, entry named
     skipped: list[dict] = field(default_factory=list)  # asked for, not checked: {"kind", "name", "reason"}
     causes: dict[str, str] = field(default_factory=dict)  # a broken step's root cause in one line
+    groups: list[Group] = field(default_factory=list)  # the incompatibilities, one per signature and direction
 
 
 @dataclass
@@ -272,13 +273,8 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
     records = load_records(run.dir)
     split = classify(records, load_allow_list(req.allow_list))
     failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
-    if failed_steps:
-        code = EXIT_BROKEN
-    elif split["failures"]:
-        code = EXIT_REGRESSIONS
-    else:
-        code = EXIT_OK
-    reports.write_all(run.dir, records, split, manifest, code)
+    code = reports.exit_code(manifest, split)
+    groups = reports.write_all(run.dir, records, split, manifest, code)
     return RunOutcome(
         run.id,
         run.dir,
@@ -290,4 +286,5 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
         reports.expired_lines(split["expired"]),
         manifest.get("skipped", []),
         {i: step_cause(manifest["steps"][i]) for i in failed_steps},
+        groups,
     )

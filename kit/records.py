@@ -27,6 +27,18 @@ def load_records(run_dir: str | Path) -> list[dict]:
     return records
 
 
+def load_finished(run) -> tuple[dict, list[dict], dict]:
+    """A finished run's manifest, records and their split by its own allow-list (``classify``);
+    a usage error for a missing or unfinished run."""
+    if not run.exists():
+        raise UsageError(f"no run {run.id} in {run.dir.parent}")
+    manifest = run.read_manifest()
+    if "exit_code" not in manifest:
+        raise UsageError(f"run {run.id} has not finished", hint=f"finish it: mxcompat run --resume {run.id}")
+    records = load_records(run.dir)
+    return manifest, records, classify(records, load_allow_list(manifest["request"].get("allow_list")))
+
+
 def is_failure(rec: dict) -> bool:
     """A cell that fails the run: a failing backward verdict, or a same-release reload that is not identical."""
     if rec["direction"] == "same":

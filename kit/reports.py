@@ -6,12 +6,14 @@ import csv
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from kit import migration
+from kit import migration, signatures
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.records import is_failure
 from kit.request import reproduce_command
+from kit.signatures import Group
 
-EXIT_MEANINGS = {0: "compatible", 1: "regressions found"}
+EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
+EXIT_MEANINGS = {EXIT_OK: "compatible", EXIT_REGRESSIONS: "regressions found"}
 COLUMNS = [
     "saved_with",
     "model",
@@ -32,20 +34,35 @@ COLUMNS = [
     "load_seconds",
     "infer_seconds",
     "error_type",
+    "signature_id",
+    "signature",
     "notebook",
     "record_file",
 ]
 
 
+def exit_code(manifest: dict, split: dict) -> int:
+    """A run's exit code: 3 when a step broke, else 1 when a cell fails the run, else 0."""
+    if any(manifest["steps"][i]["status"] == "failed" for i in manifest["order"]):
+        return EXIT_BROKEN
+    return EXIT_REGRESSIONS if split["failures"] else EXIT_OK
+
+
+def notebook_in_run(rec: dict) -> str:
+    """The executed notebook that produced a record, relative to the run folder (a link that opens from there)."""
+    return f"reload/mxnet-{rec['loaded_with']}.ipynb"
+
+
 def notebook_of(run_dir: Path, rec: dict) -> str:
     """The executed notebook that produced a record."""
-    return str(Path(run_dir) / "reload" / f"mxnet-{rec['loaded_with']}.ipynb")
+    return str(Path(run_dir) / notebook_in_run(rec))
 
 
 def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict]:
     rows = []
     for rec in records:
         row = flat_row(rec)
+        sig = signatures.signature(rec)
         row.update(
             allowed=cell_id(rec) in allowed_ids,
             load_path=rec.get("load_path"),
@@ -55,6 +72,8 @@ def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict
             load_seconds=rec.get("load_seconds"),
             infer_seconds=rec.get("infer_seconds"),
             error_type=rec.get("error_type"),
+            signature_id=signatures.signature_id(*sig) if sig else None,
+            signature=sig[1] if sig else None,
             notebook=notebook_of(run_dir, rec),
             record_file=rec.get("record_file"),
         )
@@ -95,10 +114,12 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
                 time=str((row["load_seconds"] or 0) + (row["infer_seconds"] or 0)),
             )
             message = f"{row['verdict']}: {row['reason'] or ''}".strip()
+            if row["signature_id"]:  # the group's reference: one message for every cell of an incompatibility
+                message = f"[{row['signature_id']}] {row['verdict']}: {row['signature']}"
             if is_failure(rec) and not row["allowed"]:
                 failures += 1
                 node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
-                node.text = rec.get("traceback") or message
+                node.text = "\n".join(t for t in (row["reason"], rec.get("traceback")) if t) or message
             elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] == "forward":
                 skipped += 1
                 why = "allowed: " if row["allowed"] else ("forward: " if row["direction"] == "forward" else "")
@@ -133,17 +154,94 @@ def skipped_line(entry: dict) -> str:
     return f"--{entry['kind']} {entry['name']}: {entry['reason']}"
 
 
+DIRECTION_TITLES = {
+    "backward": "Backward (older artifacts in newer releases: these fail the run unless allowed)",
+    "same": "Same release (reloaded in the release that saved it, not identical: these fail the run)",
+    "unknown": "Checkpoints of unknown origin",
+    "forward": "Forward (newer artifacts in older releases, reported apart)",
+}
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _md(text) -> str:
+    """Text for a Markdown table cell."""
+    return str(text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def starts(group: Group) -> str:
+    """Where a group starts: the first release that saved it, or where a numeric error first jumps."""
+    return signatures.jump_text(group) if group.first_jump else f"saved with {group.first_saved}"
+
+
+def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()) -> list[str]:
+    """What a reader needs first: the exit code, how many distinct incompatibilities in each direction, and
+    each one with where it starts."""
+    counts = signatures.counts(groups)
+    parts = [
+        f"{_plural(counts[d]['signatures'], f'distinct {d} incompatibility', f'distinct {d} incompatibilities')} "
+        f"({_plural(counts[d]['cells'], 'cell')})"
+        for d in signatures.DIRECTIONS
+        if d in counts
+    ]
+    meaning = EXIT_MEANINGS.get(exit_code, "a step broke")
+    lines = [f"**Exit code {exit_code} ({meaning})**: {'; '.join(parts) if parts else 'no incompatibility found'}."]
+    if skipped:
+        lines += ["", f"**Asked for, not checked: {len(skipped)}** (listed below)."]
+    for d in signatures.DIRECTIONS:
+        mine = [g for g in groups if g.direction == d]
+        if mine:
+            lines += ["", f"{DIRECTION_TITLES[d]}:", ""]
+            lines += [
+                f"- `{g.signature}`: {starts(g)}; {_plural(len(g.cells), 'cell')} "
+                f"({', '.join(g.models)}; {', '.join(g.apis)}) `{g.id}`"
+                for g in mine
+            ]
+    return lines
+
+
+def groups_table(groups: list[Group]) -> list[str]:
+    """Every group in a Markdown table: the signature, where it starts, what it touches, one verbatim example."""
+    out = [
+        "| direction | signature | id | starts | saved with | loaded with | models | APIs | cells | example |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in groups:
+        verdicts = ", ".join(f"{v} {n}" for v, n in g.verdicts.items())
+        out.append(
+            f"| {g.direction} | `{_md(g.signature)}` | `{g.id}` | {_md(starts(g))} | {signatures.span(g.saved_with)} "
+            f"| {signatures.span(g.loaded_with)} | {', '.join(g.models)} | {', '.join(g.apis)} "
+            f"| {len(g.cells)} ({verdicts}) | {_md(g.example[:200])} |"
+        )
+    return out
+
+
 def write_markdown(
-    path: Path, rows: list[dict], split: dict, manifest: dict, exit_code: int, records: list[dict] = ()
+    path: Path,
+    rows: list[dict],
+    split: dict,
+    manifest: dict,
+    exit_code: int,
+    records: list[dict] = (),
+    groups: list[Group] = (),
 ) -> None:
     req = manifest["request"]
-    lines = [
-        f"# MXNet compatibility run `{manifest['run_id']}`",
+    lines = [f"# MXNet compatibility run `{manifest['run_id']}`", ""]
+    lines += headline_lines(list(groups), exit_code, manifest.get("skipped") or [])
+    lines += [
         "",
         f"- saved with: {', '.join(req['save'])}",
         f"- loaded with: {', '.join(req['load'])}",
         f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
-        f"- exit code: {exit_code} ({EXIT_MEANINGS.get(exit_code, 'a step broke')})",
+    ]
+    if manifest.get("skipped"):
+        lines += ["", "## Asked for, not checked", ""]
+        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
+    if groups:
+        lines += ["", "## Incompatibilities, grouped by signature", ""] + groups_table(list(groups))
+    lines += [
         "",
         "## Verdicts",
         "",
@@ -153,9 +251,6 @@ def write_markdown(
     counts = verdict_counts(rows)
     lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
     failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
-    if manifest.get("skipped"):
-        lines += ["", "## Asked for, not checked", ""]
-        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
     if split.get("expired"):
@@ -211,32 +306,44 @@ def write_markdown(
 
 def _cell_table(rows: list[dict]) -> list[str]:
     out = [
-        "| model | api | saved | loaded | verdict | max abs | reason | notebook |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | api | saved | loaded | verdict | signature | max abs | reason | notebook |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        reason = (r["reason"] or "").replace("|", "\\|").replace("\n", " ")[:160]
+        notebook = notebook_in_run(r)
         out.append(
             f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
-            f"{_fmt(r['max_abs'])} | {reason} | `{Path(r['notebook']).name}` |"
+            f"`{r['signature_id']}` | {_fmt(r['max_abs'])} | {_md(r['reason'])[:160]} | [{notebook}]({notebook}) |"
         )
     return out
 
 
 def write_html(notebook: Path, html: Path) -> None:
+    """The executed summary notebook as HTML without its code (``summary.ipynb`` keeps the code)."""
     from nbconvert import HTMLExporter
     import nbformat
 
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
     html.write_text(body)
 
 
-def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, exit_code: int) -> None:
+def groups_of(records: list[dict], split: dict) -> list[Group]:
+    """A run's incompatibility groups, counting the cells that fail it and those its allow-list excuses."""
+    return signatures.group_records(
+        records, {cell_id(r) for r in split["failures"]}, {cell_id(r) for r, _ in split["allowed"]}
+    )
+
+
+def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, exit_code: int) -> list[Group]:
+    """Every report of a run; returns its incompatibility groups."""
     allowed_ids = {cell_id(r) for r, _ in split["allowed"]}
     rows = flat_rows(run_dir, records, allowed_ids)
+    groups = groups_of(records, split)
     write_csv(run_dir / "records.csv", rows)
     write_junit(run_dir / "junit.xml", rows, records, manifest)
-    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records)
+    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records, groups)
     summary = run_dir / "summary.ipynb"
     if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
         write_html(summary, run_dir / "summary.html")
+    return groups

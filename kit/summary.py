@@ -1,4 +1,6 @@
-"""What summary.ipynb shows: verdict heatmaps, error distributions, counts, failing cells, fingerprints.
+"""What summary.ipynb shows, in the order a maintainer reads it: the headline (exit code, distinct
+incompatibilities), verdict heatmaps, error distributions, the incompatibilities grouped by signature,
+the per-cell tables (collapsible), the environments.
 
 Runs on the host kernel (pandas and matplotlib). Figures are returned, so the
 notebook displays them whatever matplotlib backend the environment sets.
@@ -6,6 +8,7 @@ notebook displays them whatever matplotlib backend the environment sets.
 
 from __future__ import annotations
 
+import html
 import math
 from pathlib import Path
 
@@ -17,7 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
-from kit import migration, reports  # noqa: E402
+from kit import migration, reports, signatures  # noqa: E402
 from kit.common.capabilities import APIS  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
@@ -51,6 +54,7 @@ class RunData:
         self.split = classify(self.records, allow)
         allowed = {cell_id(r) for r, _ in self.split["allowed"]}
         self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
+        self.groups = reports.groups_of(self.records, self.split)
 
     def apis(self) -> list[str]:
         """The APIs in the run, the zoo's in their usual order, then any other (a foreign checkpoint's)."""
@@ -103,6 +107,88 @@ def show(fig, dpi: int = 110, vector: bool = False):
         fig.savefig(buf, format="png", dpi=dpi)
         display(Image(data=buf.getvalue(), format="png"))
     plt.close(fig)
+
+
+def headline(data: RunData):
+    """The run in a few lines: exit code, distinct incompatibilities by direction, each with where it starts."""
+    from IPython.display import Markdown
+
+    code = reports.exit_code(data.manifest, data.split)
+    req = data.manifest["request"]
+    lines = [f"# Run `{data.manifest['run_id']}`", ""] + reports.headline_lines(
+        data.groups, code, data.manifest.get("skipped") or []
+    )
+    lines += ["", f"Saved with {', '.join(req['save'])}; loaded with {', '.join(req['load'])}."]
+    return Markdown("\n".join(lines))
+
+
+def signature_table(data: RunData) -> pd.DataFrame:
+    """The incompatibilities: one row per (direction, signature), with what it touches and one verbatim example."""
+    rows = [
+        {
+            "direction": g.direction,
+            "signature": g.signature,
+            "id": g.id,
+            "starts": reports.starts(g),
+            "saved with": signatures.span(g.saved_with),
+            "loaded with": signatures.span(g.loaded_with),
+            "models": ", ".join(g.models),
+            "APIs": ", ".join(g.apis),
+            "cells": len(g.cells),
+            "fail the run": g.failing,
+            "example": g.example,
+        }
+        for g in data.groups
+    ]
+    columns = ["direction", "signature", "id", "starts", "saved with", "loaded with", "models", "APIs", "cells"]
+    return pd.DataFrame(rows, columns=columns + ["fail the run", "example"])
+
+
+def left(df: pd.DataFrame):
+    """``df`` for reading: left-aligned text, no index column."""
+    styled = df.style.hide(axis="index").format(escape="html")
+    return styled.set_properties(**{"text-align": "left", "vertical-align": "top"})
+
+
+def _cell_html(value, link: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = html.escape(str(value))
+    return f'<a href="{text}">{text}</a>' if link and text else text
+
+
+def linked_html(df: pd.DataFrame, links: tuple = ("notebook",)) -> str:
+    """``df`` as an HTML table whose ``links`` columns are links (relative to the run folder, where
+    summary.ipynb and summary.html live)."""
+    shown = pd.DataFrame({c: [_cell_html(v, c in links) for v in df[c]] for c in df.columns}, columns=df.columns)
+    return shown.to_html(escape=False, index=False)
+
+
+def collapsible(title: str, df: pd.DataFrame, links: tuple = ("notebook",)):
+    """A table under a heading that opens and closes (``<details>``), in the notebook and in summary.html."""
+    from IPython.display import HTML
+
+    if df.empty:
+        return HTML(f"<p><b>{html.escape(title)}</b>: none.</p>")
+    return HTML(
+        f"<details><summary><b>{html.escape(title)}</b> ({len(df)} rows)</summary>{linked_html(df, links)}</details>"
+    )
+
+
+def cell_tables(data: RunData) -> list:
+    """The per-cell tables, each collapsible: the cells that fail the run, the forward cells, the rest that is
+    not identical or close, the unsupported cells; notebooks as links."""
+    failing = failing_table(data)
+    fails = failing["direction"].isin(["backward", "same", "unknown"]) & ~failing["allowed"]
+    forward = failing["direction"] == "forward"
+    return [
+        collapsible("Cells that fail the run", failing[fails]),
+        collapsible("Forward cells that are not identical or close (reported apart)", failing[forward]),
+        collapsible("Allowed cells (known incompatibilities)", failing[failing["allowed"]]),
+        collapsible("Unsupported cells, and why", unsupported_table(data)),
+    ]
 
 
 def counts_table(data: RunData) -> pd.DataFrame:
@@ -213,22 +299,12 @@ def error_distributions(data: RunData):
 
 
 def failing_table(data: RunData) -> pd.DataFrame:
-    """Every cell that is not identical or close, with its error and the executed notebook that produced it."""
-    df = data.df[~data.df["verdict"].isin(["identical", "close", "unsupported"])]
-    return df[
-        [
-            "direction",
-            "model",
-            "api",
-            "saved_with",
-            "loaded_with",
-            "verdict",
-            "allowed",
-            "max_abs",
-            "reason",
-            "notebook",
-        ]
-    ].reset_index(drop=True)
+    """Every cell that shows an incompatibility (not identical or close; a same-release reload not identical),
+    with its signature, its error and the executed notebook that produced it (relative to the run folder)."""
+    columns = ["direction", "model", "api", "saved_with", "loaded_with", "verdict", "allowed", "signature_id"]
+    df = data.df.loc[data.df["signature_id"].notna(), columns + ["max_abs", "reason"]].reset_index(drop=True)
+    df["notebook"] = [reports.notebook_in_run({"loaded_with": r}) for r in df["loaded_with"]]
+    return df
 
 
 def migration_table(data: RunData, detail: bool = False) -> pd.DataFrame:

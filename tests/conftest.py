@@ -31,6 +31,13 @@ def run_cli(*args, home: Path, env: dict | None = None, timeout: float = 900, ch
     return proc
 
 
+def group_line(stdout: str, prefix: str, signature: str) -> str:
+    """The closing line of a run's output that reports the group ``signature`` (``FAIL``, ``allowed``, ...)."""
+    found = [x for x in stdout.splitlines() if x.startswith(f"{prefix} [S-") and f": {signature}: " in x]
+    assert len(found) == 1, f"no single {prefix} line for {signature!r} in:\n{stdout[-3000:]}"
+    return found[0]
+
+
 def require_python(minor: str) -> None:
     if InterpreterFinder().find(minor) is None:
         pytest.skip(f"Python {minor} is not installed on this machine")

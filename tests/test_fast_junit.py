@@ -9,6 +9,7 @@ import pytest
 
 from kit.records import Allowance, classify
 from kit.reports import flat_rows, write_junit
+from kit.signatures import signature_id
 
 OLD, NEW = "1.0.0.post4", "1.9.1"
 
@@ -90,8 +91,10 @@ def test_a_failing_backward_cell_is_a_failure_with_its_verdict_and_reason(tmp_pa
     case = cases(root.findall("testsuite")[0])[("export.lenet", f"{OLD} -> {NEW}")]
     [failure] = case.findall("failure")
     assert failure.get("type") == "mismatch"
-    assert failure.get("message") == "mismatch: top-1 predictions changed for 50% of samples"
-    assert failure.text == failure.get("message")  # no traceback: the message again
+    # the message names the cell's group (one message for every cell of one incompatibility), the text its reason
+    group = signature_id("numeric", "outputs of lenet moved past tolerance")
+    assert failure.get("message") == f"[{group}] mismatch: outputs of lenet moved past tolerance"
+    assert failure.text == "top-1 predictions changed for 50% of samples"  # no traceback: the reason alone
     assert not case.findall("skipped")
     passing = cases(root.findall("testsuite")[0])[("export.mlp", f"{OLD} -> {NEW}")]
     assert list(passing) == []  # a close backward cell: neither failed nor skipped
@@ -101,7 +104,11 @@ def test_a_same_release_cell_that_is_not_identical_fails_with_its_traceback(tmp_
     _, root = junit(tmp_path)
     by_name = cases(root.findall("testsuite")[1])
     [failure] = by_name[("save_parameters.mlp", f"{NEW} -> {NEW}")].findall("failure")
-    assert failure.get("type") == "close" and failure.get("message") == "close:"
+    group = signature_id("numeric", "outputs of mlp moved past tolerance")
+    assert (
+        failure.get("type") == "close"
+        and failure.get("message") == f"[{group}] close: outputs of mlp moved past tolerance"
+    )
     assert failure.text == "Traceback (most recent call last): ..."
     assert list(by_name[("save_parameters.lenet", f"{NEW} -> {NEW}")]) == []
 
@@ -115,10 +122,11 @@ def test_forward_unsupported_and_allowed_cells_are_skipped_with_why(tmp_path):
         for key, c in cases(suite).items()
         if c.findall("skipped")
     }
+    layout, rnn = signature_id("error", "Cannot find argument 'layout'"), signature_id("error", "rnn_param")
     assert skipped == {
-        ("export.lenet", f"{NEW} -> {OLD}"): ["forward: load-error: Cannot find argument 'layout'"],
+        ("export.lenet", f"{NEW} -> {OLD}"): [f"forward: [{layout}] load-error: Cannot find argument 'layout'"],
         ("save_parameters.mlp", f"{OLD} -> {NEW}"): ["unsupported: saving release: arrived in MXNet 1.2"],
-        ("save_parameters.lstm", f"{OLD} -> {NEW}"): ["allowed: load-error: rnn_param"],
+        ("save_parameters.lstm", f"{OLD} -> {NEW}"): [f"allowed: [{rnn}] load-error: rnn_param"],
     }
 
 
@@ -127,7 +135,8 @@ def test_without_the_allow_list_the_allowed_cell_fails(tmp_path):
     save_parameters = root.findall("testsuite")[1]
     assert (save_parameters.get("failures"), save_parameters.get("skipped")) == ("2", "1")
     [failure] = cases(save_parameters)[("save_parameters.lstm", f"{OLD} -> {NEW}")].findall("failure")
-    assert failure.get("type") == "load-error" and failure.get("message") == "load-error: rnn_param"
+    rnn = signature_id("error", "rnn_param")
+    assert failure.get("type") == "load-error" and failure.get("message") == f"[{rnn}] load-error: rnn_param"
 
 
 def test_a_failed_step_becomes_an_error_in_a_steps_suite(tmp_path):

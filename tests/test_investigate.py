@@ -11,7 +11,7 @@ import mistune
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, run_cli, scale_weight
+from conftest import NEWEST, OLDEST, group_line, run_cli, scale_weight
 
 pytestmark = pytest.mark.envs
 CELL = f"lenet/export/{OLDEST}/{NEWEST}"
@@ -49,7 +49,8 @@ def regressed_run(trained_store, kit_home, tmp_path_factory):
 
 def test_the_regression_fails_the_run(regressed_run):
     assert regressed_run["proc"].returncode == 1, regressed_run["proc"].stdout[-2000:]
-    assert f"FAIL {CELL}" in regressed_run["proc"].stdout
+    fail = group_line(regressed_run["proc"].stdout, "FAIL", "outputs of lenet moved past tolerance")
+    assert "lenet via " in fail and "export" in fail and f"saved with {OLDEST}, loaded with {NEWEST}" in fail
 
 
 @pytest.fixture(scope="module")

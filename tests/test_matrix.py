@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import NEWEST, OLDEST, REPO, read_records, run_cli, scale_weight
+from conftest import NEWEST, OLDEST, REPO, group_line, read_records, rehash, run_cli, scale_weight
 from helpers import run_kit_in_terminal
 
 pytestmark = pytest.mark.envs
@@ -90,7 +91,8 @@ def test_records_table_junit_and_markdown_agree(first_run):
     assert sum(int(s.get("tests")) for s in suites) == 105
     assert sum(int(s.get("failures")) for s in suites) == 0
     md = (d / "summary.md").read_text()
-    assert "exit code: 0 (compatible)" in md and "| backward | close |" in md
+    assert "**Exit code 0 (compatible)**: no incompatibility found." in md and "| backward | close |" in md
+    assert lines[0].split(",")[-4:] == ["signature_id", "signature", "notebook", "record_file"]
 
 
 def test_executed_notebooks_record_their_kernel_and_string_parameters(first_run):
@@ -264,7 +266,7 @@ def test_regressions_exit_1_unless_allowed_until_expiry(first_run, kit_home, tmp
     failing = run(kit_home, runs, *args, "--run-id", "bad")
     assert failing.returncode == 1, failing.stdout[-2000:]
     cell = f"mlp/save_params/{OLDEST}/{NEWEST}"
-    assert f"FAIL {cell}" in failing.stdout
+    assert f": 1 cell ({cell}): " in group_line(failing.stdout, "FAIL", "outputs of mlp moved past tolerance")
     junit = (runs / "bad" / "junit.xml").read_text()
     assert "<failure" in junit and "mismatch" in junit
     assert "## Cells that fail the run" in (runs / "bad" / "summary.md").read_text()
@@ -272,13 +274,77 @@ def test_regressions_exit_1_unless_allowed_until_expiry(first_run, kit_home, tmp
     allow = tmp_path / "allow.yml"
     allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known, tracked upstream\n  expires: 2999-01-01\n")
     allowed = run(kit_home, runs, *args, "--run-id", "allowed", "--allow-list", str(allow))
-    assert allowed.returncode == 0 and f"allowed {cell}" in allowed.stdout
+    assert allowed.returncode == 0, allowed.stdout[-2000:]
+    assert f"({cell})" in group_line(allowed.stdout, "allowed", "outputs of mlp moved past tolerance")
     md = (runs / "allowed" / "summary.md").read_text()
     assert "known, tracked upstream" in md
     assert f"--models mlp --apis save_params --allow-list {allow} --store {store}`" in md  # reproduce: same verdicts
     allow.write_text(f"- cell: mlp/save_params/{OLDEST}/*\n  reason: known\n  expires: 2020-01-01\n")
     expired = run(kit_home, runs, *args, "--run-id", "expired", "--allow-list", str(allow))
     assert expired.returncode == 1
+
+
+def _unknown_op(folder: Path) -> None:
+    """An export whose graph names an operator no release has (rehashed: past the hash check)."""
+    sym = folder / "model-symbol.json"
+    graph = json.loads(sym.read_text())
+    next(n for n in graph["nodes"] if n["op"] != "null")["op"] = "NoSuchOp"
+    sym.write_text(json.dumps(graph))
+    rehash(folder, sym.name)
+
+
+def test_injected_failures_form_one_group_each_and_compare_names_the_new_one(first_run, kit_home, tmp_path):
+    """Run "one" has one injected failure (mlp's weights reversed), run "two" a second one beside it (lenet's
+    export names an unknown operator, and the C predict API loads that export too): two groups with exactly
+    their cells, and `compare one two` reports the second signature alone."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    _perturbed_store(first_run["store"], one, kit_home)
+    shutil.copytree(one, two)
+    _unknown_op(two / OLDEST / "lenet" / "export")
+    runs = tmp_path / "runs"
+    args = ("--save", SAVE, "--load", NEWEST, "--models", "mlp,lenet", "--apis", "save_params,export")
+    assert run(kit_home, runs, *args, "--store", str(one), "--run-id", "one").returncode == 1
+    proc = run(kit_home, runs, *args, "--store", str(two), "--run-id", "two")
+    assert proc.returncode == 1, proc.stdout[-2000:]
+
+    numeric, unknown = "outputs of mlp moved past tolerance", "Operator NoSuchOp is not registered"
+    mlp_cell = f"mlp/save_params/{OLDEST}/{NEWEST}"
+    lenet_cells = [f"lenet/c_predict/{OLDEST}/{NEWEST}", f"lenet/export/{OLDEST}/{NEWEST}"]
+    assert f"({mlp_cell})" in group_line(proc.stdout, "FAIL", numeric)
+    assert ": 2 cells: lenet via c_predict, export; " in group_line(proc.stdout, "FAIL", unknown)
+    assert sum(x.startswith("FAIL ") for x in proc.stdout.splitlines()) == 2  # one line per group
+    with open(runs / "two" / "records.csv") as f:
+        signed = {(r["model"], r["api"], r["saved_with"]): r["signature"] for r in csv.DictReader(f) if r["signature"]}
+    assert signed == {
+        ("mlp", "save_params", OLDEST): numeric,
+        ("lenet", "export", OLDEST): unknown,
+        ("lenet", "c_predict", OLDEST): unknown,
+    }
+    md = (runs / "two" / "summary.md").read_text()
+    assert "**Exit code 1 (regressions found)**: 2 distinct backward incompatibilities (3 cells)." in md
+    assert f"- `{unknown}`: saved with {OLDEST}; 2 cells (lenet; c_predict, export)" in md
+    failures = [f for s in ET.parse(runs / "two" / "junit.xml").getroot() for c in s for f in c.findall("failure")]
+    assert len(failures) == 3 and {f.get("message").split("] ")[1] for f in failures} == {
+        f"infer-error: {unknown}",  # C predict fails at its first forward
+        f"load-error: {unknown}",
+        f"mismatch: {numeric}",
+    }
+    nb = nbformat.read(runs / "two" / "summary.ipynb", 4)
+    shown = "".join(
+        o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert unknown in shown and f'<a href="reload/mxnet-{NEWEST}.ipynb">' in shown
+    html = (runs / "two" / "summary.html").read_text()
+    assert "summary.heatmaps(" not in html and "<details>" in html  # no code; per-cell tables collapse
+    assert html.index("Exit code 1") < html.index("Verdicts by API") < html.index(unknown + "</td>")
+
+    compared = run_cli("compare", "one", "two", "--runs-dir", str(runs), "--json", home=kit_home)
+    assert compared.returncode == 1, compared.stdout + compared.stderr
+    result = json.loads(compared.stdout)
+    assert [(g["signature"], g["cells"]) for g in result["appeared"]] == [(unknown, lenet_cells)]
+    assert result["disappeared"] == [] and result["changed"] == [] and len(result["unchanged"]) == 1
+    back = run_cli("compare", "two", "one", "--runs-dir", str(runs), home=kit_home)
+    assert back.returncode == 0 and back.stdout.splitlines()[1].startswith("DISAPPEARED [S-")
 
 
 def test_a_broken_step_exits_3_and_the_run_goes_on(first_run, kit_home, tmp_path):
