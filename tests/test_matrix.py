@@ -185,7 +185,9 @@ def test_runs_latest_and_a_whole_run_bundle(first_run, serial_run, kit_home):
 
 def test_a_terminal_sees_a_live_line_per_running_step(first_run, kit_home):
     """Under a pseudo-terminal the run draws each running step's cells and last kernel line."""
-    args = ["--save", OLDEST, "--load", NEWEST, "--models", "lenet", "--store", str(first_run["store"])]
+    # four models: the reload's work cell runs for seconds, not under the 0.5 s the drawing polls at
+    models = "lenet,resnet_bn,lstm,embedding"
+    args = ["--save", OLDEST, "--load", NEWEST, "--models", models, "--store", str(first_run["store"])]
     code, text = run_kit_in_terminal(
         "run", "--runs-dir", str(first_run["runs"]), "--run-id", "tty", *args, home=kit_home, timeout=600
     )
