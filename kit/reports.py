@@ -296,12 +296,22 @@ def write_markdown(
     if broken:
         lines += ["", "## Steps that broke", ""]
         for i in broken:
+            notebook = _in_run(path.parent, manifest["steps"][i]["output"])
+            log = f"logs/{i.replace(':', '-')}.log"
             lines.append(
-                f"- `{i}`: {step_cause(manifest['steps'][i])} (executed notebook: `{manifest['steps'][i]['output']}`, "
-                f"log: `logs/{i.replace(':', '-')}.log`)"
+                f"- `{i}`: {step_cause(manifest['steps'][i])} (executed notebook: [{notebook}]({notebook}), "
+                f"log: [{log}]({log}))"
             )
     lines += ["", f"Reproduce: `{reproduce_command(req)}`", ""]
     path.write_text("\n".join(lines))
+
+
+def _in_run(run_dir: Path, path: str) -> str:
+    """``path`` relative to the run folder when it lies there (a link that opens from summary.md)."""
+    try:
+        return str(Path(path).relative_to(run_dir))
+    except ValueError:
+        return str(path)
 
 
 def _cell_table(rows: list[dict]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -222,3 +223,32 @@ def test_the_compare_command_exits_1_on_a_new_backward_signature_and_2_on_a_miss
     assert as_json["appeared"] == [] and as_json["exit_code"] == 0
     missing = run_cli("compare", "a", "nope", "--runs-dir", str(runs), home=tmp_path / "home")
     assert missing.returncode == 2 and "no run nope" in missing.stderr
+
+
+def test_summary_md_opens_with_the_headline_and_links_notebooks_from_the_run_folder(tmp_path):
+    from kit.records import classify
+
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    split = classify(DEMO_LIKE, [])
+    manifest = {
+        "run_id": "r1",
+        "request": {"save": ["1.4.1"], "load": ["2.0.0b1"], "models": [], "apis": [], "allow_list": None},
+        "order": ["reload:2.0.0b1", "summary"],
+        "steps": {
+            "reload:2.0.0b1": {"status": "failed", "output": str(run_dir / "reload" / "mxnet-2.0.0b1.ipynb")},
+            "summary": {"status": "ok", "output": str(run_dir / "summary.ipynb")},
+        },
+    }
+    groups = reports.write_all(run_dir, DEMO_LIKE, split, manifest, reports.exit_code(manifest, split))
+    md = (run_dir / "summary.md").read_text()
+    assert md.splitlines()[2].startswith("**Exit code 3 (a step broke)**: 1 distinct backward incompatibility")
+    assert md.index("## Incompatibilities, grouped by signature") < md.index("## Verdicts")
+    assert "| forward | `Cannot find argument 'layout'` | `S-103e0d08` | saved with 1.5.1 | 1.5.1..1.9.1 (2) |" in md
+    cell_row = "| lstm | save_parameters | 1.4.1 | 2.0.0b1 | load-error | `S-5f6ec12d` |"
+    assert cell_row in md and "[reload/mxnet-2.0.0b1.ipynb](reload/mxnet-2.0.0b1.ipynb) |" in md
+    assert "(executed notebook: [reload/mxnet-2.0.0b1.ipynb](reload/mxnet-2.0.0b1.ipynb), log:" in md
+    with open(run_dir / "records.csv") as f:
+        rows = list(csv.DictReader(f))
+    signed = [r["signature_id"] for r in rows if r["signature_id"]]
+    assert len(signed) == 7 and set(signed) == {g.id for g in groups}
