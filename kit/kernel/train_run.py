@@ -196,7 +196,7 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
         xh, _ = trained.heldout
         ref_cases = cases.reference_cases(input_specs, {input_specs[0].name: xh})
         # predicting first also gives a hybridized block the cached graph export needs
-        memory = dict((c, trained.predict(inputs)) for c, inputs in ref_cases.items())
+        memory = _once(trained, "memory", lambda: dict((c, trained.predict(x)) for c, x in ref_cases.items()))
         load_info = adapter.save(trained, tmp)
         manifest = _base_manifest(spec, release, api, env, saved_by)
         manifest.update(
@@ -204,7 +204,9 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
                 "status": "saved",
                 "inputs": [i.to_dict() for i in input_specs],
                 "load": dict((k, v) for k, v in load_info.items() if k != "files"),
-                "param_version": artifacts.param_version(trained.param_arrays()),
+                "param_version": _once(
+                    trained, "param_version", lambda: artifacts.param_version(trained.param_arrays())
+                ),
                 "training": trained.summary,
                 "variant": spec.variant(release),
             }
@@ -219,7 +221,7 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
             manifest["model_version"] = architecture.fingerprint(arch)
             manifest["architecture"] = {"file": architecture.FILE, "code_version": spec.version}
         manifest["internals"] = internals.record(adapter, spec, release, tmp, manifest, ref_cases["batch"])
-        manifest["parameters"] = _param_table(trained.param_arrays())
+        manifest["parameters"] = _once(trained, "parameters", lambda: _param_table(trained.param_arrays()))
         manifest["reference"] = {
             "file": artifacts.REFERENCE,
             "cases": dict(
@@ -257,6 +259,15 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
         param_version=manifest["param_version"],
         roundtrip=manifest["reference"]["roundtrip_max_abs_error"],
     )
+
+
+def _once(trained, key, compute):
+    """What every API's artifact of one trained model shares (the in-memory outputs, the weights' hash and
+    table), computed for the first API only: the weights do not change between saves."""
+    memo = trained.__dict__.setdefault("_shared", {})
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _param_table(arrays):
