@@ -77,7 +77,8 @@ def issue_markdown(run: Run) -> str:
 
 
 def summary_payload(run: Run) -> dict:
-    """The run's outcome as JSON for a webhook: counts, failing cells, expired allowances, broken steps."""
+    """The run's outcome as JSON for a webhook: counts, incompatibility groups, failing cells, expired
+    allowances, broken steps."""
     manifest, records, split = load_finished(run)
     return {
         "kind": "mxnet-compat-kit.run",

@@ -46,7 +46,7 @@ _VARYING = [
     (re.compile(r"Op \S+ of type"), "Op of type"),
     (re.compile(r"\bnode_\d+\b"), "<node>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<address>"),
-    (re.compile(r"'?(?:file: )?(?:/[^\s/',]+)+/?'?"), "<path>"),
+    (re.compile(r"(?<![\w.])'?(?:file: )?(?:/[^\s/',]+)+/?'?"), "<path>"),  # not "5/7"
     (re.compile(r",? ?Possible Arguments:.*"), ""),  # the operator's whole argument list
 ]
 

@@ -71,6 +71,7 @@ def test_what_varies_goes_and_what_names_the_incompatibility_stays():
     )
     assert generic == "cannot open <path> at <address>, <node> failed"
     assert normalize("") == "no error message"
+    assert normalize("shapes (4, 3) and 5/7 of the outputs") == "shapes (4, 3) and 5/7 of the outputs"
     assert normalize("Cannot find argument 'layout'") != normalize("Cannot find argument 'sparse_grad'")
     assert normalize("Operator _npi_add is not registered") != normalize("Operator _npi_mean is not registered")
 
