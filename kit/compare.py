@@ -13,8 +13,6 @@ from kit.records import load_finished
 from kit.runs import Run
 from kit.signatures import Group, line
 
-FAILING_DIRECTIONS = ("backward", "same", "unknown")  # a new group there is a regression
-
 
 @dataclass
 class Comparison:
@@ -27,8 +25,8 @@ class Comparison:
 
     @property
     def new_regressions(self) -> list[Group]:
-        """Groups that appeared and fail the later run (backward or same release, not allowed)."""
-        return [g for g in self.appeared if g.direction in FAILING_DIRECTIONS and g.failing]
+        """Groups that appeared with cells that fail the later run (backward or same release, not allowed)."""
+        return [g for g in self.appeared if g.failing]
 
     @property
     def exit_code(self) -> int:

@@ -19,7 +19,7 @@ import kit
 from kit import kernelspecs, reaper, reports
 from kit.reports import skipped_line, step_cause
 from kit.common.capabilities import split_pin
-from kit.common.record_schema import cell_id, now, verdict_counts
+from kit.common.record_schema import now, verdict_counts
 from kit.common.errors import KitError, UsageError
 from kit.envs import EnvManager
 from kit.executors import executor_class, get_executor
@@ -42,8 +42,6 @@ class RunOutcome:
     exit_code: int
     counts: dict
     failed_steps: list[str]
-    failures: list[str]
-    allowed: list[str]
     expired: list[str] = field(default_factory=list)  # failing cells whose allow-list entry expired, entry named
     skipped: list[dict] = field(default_factory=list)  # asked for, not checked: {"kind", "name", "reason"}
     causes: dict[str, str] = field(default_factory=dict)  # a broken step's root cause in one line
@@ -281,8 +279,6 @@ def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
         code,
         verdict_counts(records),
         failed_steps,
-        [cell_id(r) for r in split["failures"]],
-        [cell_id(r) for r, _ in split["allowed"]],
         reports.expired_lines(split["expired"]),
         manifest.get("skipped", []),
         {i: step_cause(manifest["steps"][i]) for i in failed_steps},
