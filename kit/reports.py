@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 from kit import migration, signatures
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
+from kit.common.verdicts import SEVERITY
 from kit.records import is_failure
 from kit.request import reproduce_command
 from kit.signatures import Group
@@ -36,6 +37,8 @@ COLUMNS = [
     "error_type",
     "signature_id",
     "signature",
+    "remedy",
+    "remedy_verdict",
     "notebook",
     "record_file",
 ]
@@ -74,11 +77,23 @@ def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict
             error_type=rec.get("error_type"),
             signature_id=signatures.signature_id(*sig) if sig else None,
             signature=sig[1] if sig else None,
+            remedy=remedy_cell(rec),
+            remedy_verdict=(rec.get("remedy") or {}).get("verdict"),
             notebook=notebook_of(run_dir, rec),
             record_file=rec.get("record_file"),
         )
         rows.append(row)
     return rows
+
+
+def remedy_cell(rec: dict) -> str | None:
+    """A record's remedy in a few words: ``legacy_shape_semantics: identical`` or ``none: <why>``."""
+    remedy = rec.get("remedy")
+    if not remedy:
+        return None
+    if remedy.get("fixed"):
+        return f"{remedy['name']}: {remedy['verdict']}"
+    return f"none: {remedy.get('why_none')}"
 
 
 def expired_lines(expired: list) -> list[str]:
@@ -119,7 +134,8 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
             if is_failure(rec) and not row["allowed"]:
                 failures += 1
                 node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
-                node.text = "\n".join(t for t in (row["reason"], rec.get("traceback")) if t) or message
+                remedy = f"remedy: {row['remedy']}" if row["remedy"] else None  # informs; the case still fails
+                node.text = "\n".join(t for t in (row["reason"], remedy, rec.get("traceback")) if t) or message
             elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] == "forward":
                 skipped += 1
                 why = "allowed: " if row["allowed"] else ("forward: " if row["direction"] == "forward" else "")
@@ -182,7 +198,8 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
     counts = signatures.counts(groups)
     parts = [
         f"{_plural(counts[d]['signatures'], f'distinct {d} incompatibility', f'distinct {d} incompatibilities')} "
-        f"({_plural(counts[d]['cells'], 'cell')})"
+        f"({_plural(counts[d]['cells'], 'cell')}; {counts[d]['remedied']} with a verified remedy, "
+        f"{counts[d]['signatures'] - counts[d]['remedied']} without)"
         for d in signatures.DIRECTIONS
         if d in counts
     ]
@@ -196,7 +213,7 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
             lines += ["", f"{DIRECTION_TITLES[d]}:", ""]
             lines += [
                 f"- `{g.signature}`: {starts(g)}; {_plural(len(g.cells), 'cell')} "
-                f"({', '.join(g.models)}; {', '.join(g.apis)}) `{g.id}`"
+                f"({', '.join(g.models)}; {', '.join(g.apis)}) `{g.id}`; **{signatures.remedy_text(g)}**"
                 for g in mine
             ]
     return lines
@@ -205,16 +222,36 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
 def groups_table(groups: list[Group]) -> list[str]:
     """Every group in a Markdown table: the signature, where it starts, what it touches, one verbatim example."""
     out = [
-        "| direction | signature | id | starts | saved with | loaded with | models | APIs | cells | example |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| direction | signature | id | starts | saved with | loaded with | models | APIs | cells | remedy | example |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for g in groups:
         verdicts = ", ".join(f"{v} {n}" for v, n in g.verdicts.items())
         out.append(
             f"| {g.direction} | `{_md(g.signature)}` | `{g.id}` | {_md(starts(g))} | {signatures.span(g.saved_with)} "
             f"| {signatures.span(g.loaded_with)} | {', '.join(g.models)} | {', '.join(g.apis)} "
-            f"| {len(g.cells)} ({verdicts}) | {_md(g.example[:200])} |"
+            f"| {len(g.cells)} ({verdicts}) | {_md(signatures.remedy_text(g))} | {_md(g.example[:200])} |"
         )
+    return out
+
+
+def remedy_lines(groups: list[Group]) -> list[str]:
+    """Each remedy that fixed a group, with what it changed and the user's code that does the same."""
+    out = []
+    for g in groups:
+        for entry in (g.remedy or {}).get("by", []):
+            verdicts = ", ".join(f"{v} {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
+            out += [
+                f"### `{g.id}` {g.direction}: {_md(g.signature)}",
+                "",
+                f"**{entry['name']}** ({entry.get('title')}): {verdicts} of {g.remedy['cells']} cells, "
+                f"max abs {_fmt(entry['max_abs'])} (e.g. `{entry['example_cell']}`).",
+                "",
+                "```python",
+                (entry.get("user_code") or "").strip(),
+                "```",
+                "",
+            ]
     return out
 
 
@@ -241,6 +278,13 @@ def write_markdown(
         lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
     if groups:
         lines += ["", "## Incompatibilities, grouped by signature", ""] + groups_table(list(groups))
+        fixes = remedy_lines(list(groups))
+        if fixes:
+            lines += [
+                "",
+                "## Verified remedies (what to change so that it works; the verdicts above stay as measured)",
+                "",
+            ] + fixes
     lines += [
         "",
         "## Verdicts",

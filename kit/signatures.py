@@ -106,6 +106,7 @@ class Group:
     failing: int = 0  # cells that fail the run (backward or same, not allowed)
     allowed: int = 0
     first_jump: dict | None = None  # numeric groups: where the error first jumps
+    remedy: dict = field(default_factory=dict)  # what the remedies tried on its cells did (see remedy_of)
 
     @property
     def first_saved(self) -> str:
@@ -186,10 +187,66 @@ def group_records(
         group.allowed = sum(c in allowed_ids for c in group.cells)
         if kind == NUMERIC:
             group.first_jump = _first_jump(members, records)
+        group.remedy = remedy_of(members)
         groups.append(group)
     rank = {d: i for i, d in enumerate(DIRECTIONS)}
     groups.sort(key=lambda g: (rank.get(g.direction, len(rank)), -len(g.cells), g.signature))
     return groups
+
+
+VERIFIED, PARTIAL, NONE = "verified", "partial", "none"
+
+
+def remedy_of(members: list[dict]) -> dict:
+    """What the remedies did for a group's cells: ``status`` (verified: every cell fixed; partial; none),
+    ``fixed`` of ``cells``, ``by`` (per remedy: its cells, their verdicts, the worst max abs, the user's
+    code), ``why_none`` (why the cells left have no remedy, the most common reason) and ``tried``."""
+    by: dict[str, dict] = {}
+    why: dict[str, int] = {}
+    tried = 0
+    for rec in members:
+        remedy = rec.get("remedy") or {}
+        tried += bool(remedy.get("tried"))
+        if remedy.get("fixed"):
+            entry = by.setdefault(
+                remedy["name"],
+                {"name": remedy["name"], "title": remedy.get("title"), "cells": 0, "verdicts": {}, "max_abs": 0.0},
+            )
+            entry["cells"] += 1
+            entry["verdicts"][remedy["verdict"]] = entry["verdicts"].get(remedy["verdict"], 0) + 1
+            entry["max_abs"] = max(entry["max_abs"], (remedy.get("summary") or {}).get("max_abs") or 0.0)
+            entry.setdefault("user_code", remedy.get("user_code"))
+            entry.setdefault("example_cell", cell_id(rec))
+        else:
+            reason = remedy.get("why_none") or "no remedy was tried (a record written before remedies existed)"
+            why[reason] = why.get(reason, 0) + 1
+    fixed = sum(e["cells"] for e in by.values())
+    status = VERIFIED if fixed == len(members) else PARTIAL if fixed else NONE
+    return {
+        "status": status,
+        "fixed": fixed,
+        "cells": len(members),
+        "tried": tried,
+        "by": sorted(by.values(), key=lambda e: -e["cells"]),
+        "why_none": max(why, key=lambda k: why[k]) if why else None,
+    }
+
+
+def remedy_text(group: Group) -> str:
+    """``fixed by legacy_shape_semantics: identical in 8 of 8 cells`` or ``no known remedy: ...``."""
+    r = group.remedy or {}
+    if not r:
+        return ""
+    if not r.get("by"):
+        return f"no known remedy: {r.get('why_none') or 'none applies'}"
+    parts = []
+    for entry in r["by"]:
+        verdicts = " and ".join(f"{v} in {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
+        parts.append(f"{entry['name']}: {verdicts}")
+    text = f"fixed by {'; '.join(parts)} of {r['cells']} cells"
+    if r["status"] == PARTIAL:
+        text += f"; {r['cells'] - r['fixed']} left: {r.get('why_none')}"
+    return text
 
 
 def by_cell(groups: list[Group]) -> dict[str, Group]:
@@ -231,14 +288,17 @@ def line(group: Group) -> str:
     if len(group.cells) == 1:
         cells += f" ({group.cells[0]})"
     jump = f"; first jumps at {jump_text(group)}" if group.first_jump else ""
-    return f"[{group.id}] {group.direction}: {group.signature}: {cells}: {where(group)}{jump}"
+    remedy = f"; {remedy_text(group)}" if group.remedy else ""
+    return f"[{group.id}] {group.direction}: {group.signature}: {cells}: {where(group)}{jump}{remedy}"
 
 
 def counts(groups: list[Group]) -> dict[str, dict]:
-    """``{direction: {"signatures": n, "cells": n}}``."""
+    """``{direction: {"signatures": n, "cells": n, "remedied": n}}``: ``remedied``, the signatures whose every
+    cell a remedy fixed."""
     out: dict[str, dict] = {}
     for g in groups:
-        entry = out.setdefault(g.direction, {"signatures": 0, "cells": 0})
+        entry = out.setdefault(g.direction, {"signatures": 0, "cells": 0, "remedied": 0})
         entry["signatures"] += 1
         entry["cells"] += len(g.cells)
+        entry["remedied"] += (g.remedy or {}).get("status") == VERIFIED
     return out

@@ -260,16 +260,21 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     doing = "inferring" if inferring else "loading"
     message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
     cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
-    rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))
-    rec.update(
-        verdict=verdict,
-        reason=message,
-        error_type="KernelDied",
-        error=message,
-        kernel_died=True,
-        loaded_fingerprint=None,
-        checked_at=record_schema.now(),
-    )
+    if info.get("record"):  # it died trying remedies: the cell's own verdict was known and stands
+        rec = info["record"]
+        rec["remedy"] = {"fixed": False, "name": None, "tried": [], "why_none": f"the {message} (trying remedies)"}
+        rec.update(loaded_fingerprint=None, checked_at=record_schema.now())
+    else:
+        rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))
+        rec.update(
+            verdict=verdict,
+            reason=message,
+            error_type="KernelDied",
+            error=message,
+            kernel_died=True,
+            loaded_fingerprint=None,
+            checked_at=record_schema.now(),
+        )
     artifacts.write_json_atomic(str(records / artifacts.record_name(*cell, info.get("archived"))), rec)
     marker.unlink()
     output = Path(step["output"])

@@ -136,12 +136,13 @@ def signature_table(data: RunData) -> pd.DataFrame:
             "APIs": ", ".join(g.apis),
             "cells": len(g.cells),
             "fail the run": g.failing,
+            "remedy": signatures.remedy_text(g),
             "example": g.example,
         }
         for g in data.groups
     ]
     columns = ["direction", "signature", "id", "starts", "saved with", "loaded with", "models", "APIs", "cells"]
-    return pd.DataFrame(rows, columns=columns + ["fail the run", "example"])
+    return pd.DataFrame(rows, columns=columns + ["fail the run", "remedy", "example"])
 
 
 def left(df: pd.DataFrame):

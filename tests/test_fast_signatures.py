@@ -160,8 +160,8 @@ def test_the_headline_counts_distinct_incompatibilities_and_names_where_each_sta
     lines_ = reports.headline_lines(group_records(DEMO_LIKE), 1, [{"kind": "load", "name": "1.0.0", "reason": "x"}])
     text = "\n".join(lines_)
     assert lines_[0] == (
-        "**Exit code 1 (regressions found)**: 1 distinct backward incompatibility (2 cells); "
-        "2 distinct forward incompatibilities (5 cells)."
+        "**Exit code 1 (regressions found)**: 1 distinct backward incompatibility (2 cells; 0 with a verified "
+        "remedy, 1 without); 2 distinct forward incompatibilities (5 cells; 0 with a verified remedy, 2 without)."
     )
     assert "**Asked for, not checked: 1**" in text
     assert "- `Cannot find argument 'layout'`: saved with 1.5.1; 3 cells (lenet, resnet_bn; " in text

@@ -46,6 +46,7 @@ def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
         "model_code_change": None,
         "network_only": None,
         "source_api": None,
+        "remedy": None,
     }
 
 

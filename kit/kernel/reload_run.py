@@ -86,7 +86,7 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
 
 
 def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived, pin):
-    phase = phase or (lambda name: None)
+    phase = phase or (lambda name, record=None: None)
     rec = record_schema.new_record(saved, model, api, loaded, path, archived)
     if api == C_PREDICT_API:  # the artifact it loads: <store>/<release>/<model>/<api>[/<archived identity>]
         rec["source_api"] = os.path.basename(os.path.dirname(path) if archived else path)
@@ -123,6 +123,12 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
     path_name, reason = adapter.load_support(loaded, spec)
     if path_name is None:
         rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
+        if spec is not None and _remedies().applies(loaded, saved, api, rec):  # an API the release removed
+            try:
+                reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
+            except Exception as e:
+                return _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
+            return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
         return rec
     rec["load_path"] = path_name
     if adapter.rebuilds_model:  # the artifact holds weights only: this release's model code rebuilds the network
@@ -141,36 +147,23 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         predictor = adapter.load(spec, loaded, path, manifest)
     except Exception as e:
         rec["load_seconds"] = round(time.time() - started, 4)
-        return _fail(rec, verdicts.LOAD_ERROR, None, e, traceback.format_exc())
+        _fail(rec, verdicts.LOAD_ERROR, None, e, traceback.format_exc())
+        return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
     rec["load_seconds"] = round(time.time() - started, 4)
     rec["load_path"], rec["load_attempts"] = predictor.path or path_name, predictor.attempts
     started = time.time()
     phase("infer")
-    outputs = {}
     try:
-        for case in sorted(reference):
-            outputs[case] = predictor(reference[case]["input"])
-    except Exception as e:
+        result = measure(spec, model, reference, predictor, overrides)
+    except InferenceFailed as e:
         rec["infer_seconds"] = round(time.time() - started, 4)
-        return _fail(rec, verdicts.INFER_ERROR, "case %r: " % case, e, traceback.format_exc())
+        _fail(rec, verdicts.INFER_ERROR, "case %r: " % e.case, e.cause, e.tb)
+        return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
     rec["infer_seconds"] = round(time.time() - started, 4)
-    all_metrics = []
-    for case in sorted(reference):
-        expected, got = reference[case]["output"], outputs[case]
-        if len(got) != len(expected):
-            rec.update(
-                verdict=verdicts.MISMATCH,
-                reason="case %r: %d outputs, reference has %d" % (case, len(got), len(expected)),
-            )
-            return rec
-        own = getattr(spec, "tolerance", None)
-        rec["cases"][case] = [
-            metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides, own))
-            for actual, exp in zip(got, expected)
-        ]
-        all_metrics.extend(rec["cases"][case])
-    rec["verdict"], rec["reason"] = verdicts.from_metrics(all_metrics)
-    rec["summary"] = metrics.summarize(all_metrics)
+    rec["cases"] = result["cases"]
+    rec["verdict"], rec["reason"], rec["summary"] = result["verdict"], result["reason"], result["summary"]
+    if rec["verdict"] == verdicts.MISMATCH and not rec["cases"]:
+        return rec
     if spec is not None and spec.fused_front and api in SPLIT_APIS:  # transforms or network: which one moved
         from kit.kernel import split_front
 
@@ -183,6 +176,66 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         why = "model code changed between releases (%s)" % "; ".join(change["diff"][:3])
         rec["reason"] = why + (": " + rec["reason"] if rec["reason"] else "")
     return rec
+
+
+class InferenceFailed(Exception):
+    """Inference raised on one reference case: the case, the exception and its traceback."""
+
+    verdict = verdicts.INFER_ERROR
+
+    def __init__(self, case, cause, tb):
+        Exception.__init__(self, "case %r: %s: %s" % (case, type(cause).__name__, cause))
+        self.case, self.cause, self.tb = case, cause, tb
+
+
+def measure(spec, model, reference, predictor, overrides=None):
+    """Run ``predictor`` on every reference case and compare: ``{"cases", "verdict", "reason", "summary"}``.
+
+    Raises :class:`InferenceFailed` when a case raises.
+    """
+    outputs = {}
+    for case in sorted(reference):
+        try:
+            outputs[case] = predictor(reference[case]["input"])
+        except Exception as e:
+            raise InferenceFailed(case, e, traceback.format_exc())
+    cases, all_metrics = {}, []
+    own = getattr(spec, "tolerance", None)
+    for case in sorted(reference):
+        expected, got = reference[case]["output"], outputs[case]
+        if len(got) != len(expected):
+            reason = "case %r: %d outputs, reference has %d" % (case, len(got), len(expected))
+            return {"cases": {}, "verdict": verdicts.MISMATCH, "reason": reason, "summary": None}
+        cases[case] = [
+            metrics.compare(actual, exp, tolerance.resolve(exp.dtype, model, overrides, own))
+            for actual, exp in zip(got, expected)
+        ]
+        all_metrics.extend(cases[case])
+    verdict, reason = verdicts.from_metrics(all_metrics)
+    return {"cases": cases, "verdict": verdict, "reason": reason, "summary": metrics.summarize(all_metrics)}
+
+
+def _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase):
+    """``rec`` with its ``remedy``: every remedy that applies, tried and measured (the verdict stays)."""
+    phase("remedy", rec)
+    rec["remedy"] = _remedies().retry(
+        spec,
+        adapter,
+        loaded,
+        saved,
+        api,
+        path,
+        manifest,
+        rec,
+        lambda predictor: measure(spec, rec["model"], reference, predictor, overrides),
+    )
+    return rec
+
+
+def _remedies():
+    from kit.kernel import remedies  # imported on the first failure: a clean run never pays for it
+
+    return remedies
 
 
 #: the APIs whose end-to-end artifacts are also checked with the network alone (they carry the graph)
@@ -233,8 +286,11 @@ class InFlight(object):
             "phase": "start",
         }
 
-    def phase(self, name):
+    def phase(self, name, record=None):
+        """Enter phase ``name``; ``record``, the cell's record so far (kept if the kernel dies from here on)."""
         self.info["phase"] = name
+        if record is not None:
+            self.info["record"] = record
         artifacts.write_json_atomic(self.path, self.info)
         _fault_injection(self.info)
 
