@@ -11,6 +11,7 @@ Graph and file edits work on a copy of the artifact and may chain (a 2.0 export 
 parameters re-saved, then an attribute dropped); a loading mode runs the unchanged files.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -123,10 +124,22 @@ class Remedy(object):
         """The predictor of the work copy (default: the artifact's own load path)."""
         return work.adapter.load(work.spec, work.loaded, work.folder, work.manifest)
 
+    def mode(self):
+        """The context this remedy's artifact loads and runs in."""
+        return mxapi.legacy_semantics() if self.changes == LOADING_MODE else _Nothing()
+
     def code(self, work):
         symbol, params = work.files()
         inputs = [i["name"] for i in work.manifest.get("inputs") or []]
         return self.user_code.strip().format(symbol=symbol or "model-symbol.json", params=params, inputs=inputs)
+
+
+class _Nothing(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 class _LegacyPredictor(object):
@@ -592,8 +605,29 @@ def retry(spec, adapter, loaded, saved, api, folder, manifest, rec, measure):
     return _summarize(tried, error_text, loaded)
 
 
-def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_text, rec, measure):
+@contextlib.contextmanager
+def remedied(name, spec, adapter, loaded, saved, api, folder, manifest, error_text, measure):
+    """Remedy ``name`` tried as :func:`retry` tries it (with the edits it chains), its work copy kept open.
+
+    Yields ``(attempt, work, mode)``: the attempt as recorded; ``work.folder`` and ``work.manifest``, the
+    edited artifact (``work.net``, the loaded model of a parameter mapping); ``mode()``, the context to
+    load and run it in (legacy semantics for that remedy, else nothing). The copy is removed on exit.
+    """
+    kept = []
+    attempt = _attempt(
+        by_name(name), spec, adapter, loaded, saved, api, folder, manifest, error_text, None, measure, kept
+    )
+    work = kept[0]
+    try:
+        yield attempt, work, by_name(name).mode
+    finally:
+        work.close()
+
+
+def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_text, rec, measure, keep=None):
     work = Work(spec, adapter, loaded, saved, api, folder, manifest)
+    if keep is not None:
+        keep.append(work)
     chain, changed, remedy, error, answered = [], [], first, error_text, set()
     try:
         while True:
@@ -621,7 +655,8 @@ def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_t
                 return _record(chain, changed, work, _failed_verdict(e), error=e, tb=traceback.format_exc())
             return _record(chain, changed, work, result["verdict"], result=result)
     finally:
-        work.close()
+        if keep is None:
+            work.close()
 
 
 def _gist(error_text):
