@@ -595,6 +595,38 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
     click.echo(f"notebook: {out['notebook']}")
 
 
+@main.command("convert")
+@click.argument("run_id")
+@click.option("--cell", required=True, metavar="MODEL/API/SAVED/LOADED", help="A failing cell with a verified remedy.")
+@click.option("--remedy", metavar="NAME", help="Which verified remedy (default: the first that changes files).")
+@click.option("--out", metavar="DIR", help="Where to write the converted artifact (default: RUN/converted/CELL/).")
+@click.option("--runs-dir", metavar="PATH", help="Where run folders are (default: runs/).")
+@handle_errors
+def convert_cmd(run_id, cell, remedy, out, runs_dir):
+    """Write a failing cell's artifact as its verified remedy makes it, then reload it natively in the
+    loading release (no remedy) on the saving release's reference cases; record.json beside it says how
+    close it came. Exit 0 when it loads natively identical or close, 1 otherwise.
+
+    \b
+      mxcompat convert RUN --cell lstm/save_parameters/1.9.1/2.0.0b1   # 2.0's rnn_param, a native 2.0 file
+      mxcompat convert RUN --cell lenet/export/1.9.1/1.4.1             # the graph without 'layout'
+    """
+    from kit.cells import Cell
+    from kit.convert import convert_cell
+
+    done = convert_cell(run_id, Cell.parse(cell), remedy=remedy, out=out, runs_root=runs_dir)
+    rec = done["record"]
+    max_abs = (rec.get("summary") or {}).get("max_abs")
+    click.echo(f"converted {cell} with {done['remedy']}: {done['out']}")
+    click.echo(
+        f"reloaded natively in {rec['loaded_with']} via {rec.get('load_path')}: {rec['verdict']}"
+        + (f", max abs {max_abs:.3g}" if max_abs is not None else "")
+        + ("" if rec.get("native") else f" ({rec.get('reason')})")
+    )
+    click.echo(f"record: {done['out']}/record.json")
+    sys.exit(0 if rec.get("native") else 1)
+
+
 @main.command("bisect")
 @click.option("--model", required=True)
 @click.option("--api", required=True)

@@ -182,6 +182,52 @@ out = net(mx.nd.array(x))
         return _LegacyPredictor(predictor)
 
 
+#: operators whose ``shape`` attribute makes an array, where 1.x wrote 0 for "unknown" (numpy semantics: -1)
+_SHAPED_CONSTANTS = ("_zeros", "_ones", "_full", "_empty")
+
+
+@register
+class UnknownDimsAsMinusOne(Remedy):
+    """A 1.x graph made native to 2.0: the 0 ("unknown", e.g. an RNN's begin state batch) in a constant's
+    shape written as -1, what numpy shape semantics call unknown (0 there means an empty axis)."""
+
+    name = "np_shape_unknown_dims"
+    title = "rewrite 0 (1.x: unknown) as -1 in the shapes of the graph's constant nodes (a native 2.0 graph)"
+    changes = GRAPH_EDIT
+    apis = ("export", "module_checkpoint", FOREIGN_API)
+    loading = (GLUON2, None)
+    edits_artifact = True
+    user_code = """
+import json, re
+graph = json.load(open("{symbol}"))
+for node in graph["nodes"]:  # begin states made with 1.x semantics: (1, 0, 24) -> (1, -1, 24)
+    if node["op"] in ("_zeros", "_ones", "_full", "_empty") and "shape" in node.get("attrs", {{}}):
+        node["attrs"]["shape"] = re.sub(r"(?<![\\d-])0(?!\\d)", "-1", node["attrs"]["shape"])
+json.dump(graph, open("{symbol}", "w"))
+"""
+
+    def matches(self, work, error_text, verdict):
+        return Remedy.matches(self, work, error_text, verdict) and not at_least(work.saved, GLUON2)
+
+    def apply(self, work, error_text):
+        symbol = work.path(work.files()[0])
+        with open(symbol) as f:
+            graph = json.load(f)
+        changed = []
+        for node in graph["nodes"]:
+            attrs = node.get("attrs") or node.get("param") or {}
+            if node["op"] in _SHAPED_CONSTANTS and "shape" in attrs:
+                shape = re.sub(r"(?<![\d-])0(?!\d)", "-1", attrs["shape"])
+                if shape != attrs["shape"]:
+                    changed.append("%s %s -> %s" % (node["name"], attrs["shape"], shape))
+                    attrs["shape"] = shape
+        if not changed:
+            raise Refused("no constant node of the graph has a 0 (unknown) dimension to rewrite")
+        with open(symbol, "w") as f:
+            json.dump(graph, f)
+        return "shapes rewritten: " + "; ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+
+
 #: a 1.x RNN layer's per-gate parameter names: structural (``_unfused``) or fused (``l0_i2h_weight``)
 _UNFUSED = re.compile(
     r"^(?P<layer>.*?)\._unfused\.(?P<l>\d+)\.(?:(?P<d>[lr])_cell\.)?(?P<g>i2h|h2h|h2r)_(?P<t>weight|bias)$"
@@ -270,7 +316,8 @@ net.load_dict(params)  # net: the model's Gluon 2.0 code
         return "; ".join(folded)
 
     def load(self, work):
-        return _port_predictor(work, _load_into_port(work, work.named))
+        work.net = _load_into_port(work, work.named)
+        return _port_predictor(work, work.net)
 
 
 #: a 1.x parameter name's last part, as 2.0 calls it
@@ -600,8 +647,6 @@ def retry(spec, adapter, loaded, saved, api, folder, manifest, rec, measure):
     for remedy in [r for r in REMEDIES if r.matches(probe, error_text, rec["verdict"])]:
         attempt = _attempt(remedy, spec, adapter, loaded, saved, api, folder, manifest, error_text, rec, measure)
         tried.append(attempt)
-        if attempt.get("verdict") in verdicts.PASSING:
-            break
     return _summarize(tried, error_text, loaded)
 
 
@@ -707,6 +752,7 @@ def _summarize(tried, error_text, loaded):
         "summary": best["summary"] if best else None,
         "changed": best["changed"] if best else [],
         "user_code": best["user_code"] if best else None,
+        "alternatives": [t["name"] for t in fixed[1:]],
         "tried": tried,
         "why_none": None,
     }
