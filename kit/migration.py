@@ -56,7 +56,23 @@ def cell_text(recs: list[dict]) -> str:
         text += " via " + " / ".join(paths)
     elif counts.get("unsupported") == len(recs):
         text += ": " + (recs[0].get("reason") or "").replace("loading release: ", "")
-    return text
+    return text + remedied_text(recs)
+
+
+def remedied_text(recs: list[dict]) -> str:
+    """``; remedied: lstm by rnn_flat_params (identical)``: the cells a verified remedy fixed, by remedy."""
+    by: dict = {}
+    for r in recs:
+        remedy = r.get("remedy") or {}
+        if remedy.get("fixed"):
+            entry = by.setdefault(remedy["name"], {"models": set(), "verdicts": Counter()})
+            entry["models"].add(r["model"])
+            entry["verdicts"][remedy["verdict"]] += 1
+    parts = []
+    for name, e in sorted(by.items()):
+        verdicts = ", ".join(f"{v} {e['verdicts'][v]}" for v in SEVERITY if v in e["verdicts"])
+        parts.append(f"{', '.join(sorted(e['models']))} by {name} ({verdicts})")
+    return f"; remedied: {'; '.join(parts)}" if parts else ""
 
 
 def table(records: list[dict], detail: bool = False) -> pd.DataFrame:

@@ -217,6 +217,8 @@ def remedy_of(members: list[dict]) -> dict:
             entry["max_abs"] = max(entry["max_abs"], (remedy.get("summary") or {}).get("max_abs") or 0.0)
             entry.setdefault("user_code", remedy.get("user_code"))
             entry.setdefault("example_cell", cell_id(rec))
+            also = entry.setdefault("alternatives", [])
+            also += [a for a in remedy.get("alternatives") or [] if a not in also]
         else:
             reason = remedy.get("why_none") or "no remedy was tried (a record written before remedies existed)"
             why[reason] = why.get(reason, 0) + 1
@@ -242,7 +244,8 @@ def remedy_text(group: Group) -> str:
     parts = []
     for entry in r["by"]:
         verdicts = " and ".join(f"{v} in {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
-        parts.append(f"{entry['name']}: {verdicts}")
+        also = f" (also verified: {', '.join(entry['alternatives'])})" if entry.get("alternatives") else ""
+        parts.append(f"{entry['name']}{also}: {verdicts}")
     text = f"fixed by {'; '.join(parts)} of {r['cells']} cells"
     if r["status"] == PARTIAL:
         text += f"; {r['cells'] - r['fixed']} left: {r.get('why_none')}"

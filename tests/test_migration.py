@@ -74,3 +74,12 @@ def test_markdown_is_empty_without_2_0_and_a_table_with_it():
     lines = migration.markdown(RECORDS)
     assert lines[0] == "| API | saved with | in 2.0.0a0 | in 2.0.0b1 |"
     assert "| module_checkpoint | 1.9.1 |  | close 1 via SymbolBlock.imports |" in lines
+
+
+def test_a_cell_says_which_models_a_verified_remedy_fixed():
+    fixed = _rec("1.9.1", "lstm", "export", "2.0.0b1", "infer-error", "SymbolBlock.imports")
+    fixed["remedy"] = {"fixed": True, "name": "legacy_shape_semantics", "verdict": "identical"}
+    other = _rec("1.9.1", "lenet", "export", "2.0.0b1", "close", "SymbolBlock.imports")
+    assert migration.cell_text([fixed, other]) == (
+        "infer-error 1 (lstm), close 1 via SymbolBlock.imports; remedied: lstm by legacy_shape_semantics (identical 1)"
+    )

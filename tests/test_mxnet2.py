@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import nbformat
@@ -92,12 +93,82 @@ def test_save_parameters_load_into_the_gluon2_port(migration_run):
     assert rec["verdict"] == "unsupported" and "1.2" in rec["reason"]
 
 
-def test_the_lstm_does_not_survive_the_move_and_the_errors_say_why(migration_run):
+def test_the_lstm_fails_naively_and_a_verified_remedy_makes_it_identical(migration_run):
     fused = _rec(migration_run, NEWEST, "lstm", "save_parameters")
-    assert fused["verdict"] == "load-error"
+    assert fused["verdict"] == "load-error"  # the cell's own verdict stays: remedies inform
     assert "rnn_param" in fused["error"]  # 2.0's LSTM keeps one flat parameter; 1.x saved one per gate
-    graph = _rec(migration_run, NEWEST, "lstm", "export")
-    assert graph["verdict"] == "infer-error" and "Shape inconsistent" in graph["error"]
+    remedy = fused["remedy"]
+    assert remedy["fixed"] and remedy["name"] == "rnn_flat_params" and remedy["verdict"] == "identical"
+    assert remedy["summary"]["max_abs"] == 0.0
+    assert remedy["changed"] == ["4 per-gate arrays -> lstm.rnn_param [4032]"]
+    assert "lstm.rnn_param" in remedy["user_code"]
+    for api in ("export", "module_checkpoint"):
+        graph = _rec(migration_run, NEWEST, "lstm", api)
+        assert graph["verdict"] == "infer-error" and "Shape inconsistent" in graph["error"]
+        remedy = graph["remedy"]
+        assert (remedy["name"], remedy["verdict"], remedy["summary"]["max_abs"]) == (
+            "legacy_shape_semantics",
+            "identical",
+            0.0,
+        ), remedy
+        assert remedy["alternatives"] == ["np_shape_unknown_dims"]  # the graph edit that makes it native
+        assert "mx.npx.reset_np()" in remedy["user_code"]
+
+
+def test_a_save_params_file_is_unsupported_in_2_0_and_its_names_map_by_structure(migration_run):
+    for saved in (OLDEST, NEWEST):
+        for model in ("mlp", "lenet", "lstm"):
+            rec = _rec(migration_run, saved, model, "save_params")
+            assert rec["verdict"] == "unsupported", (saved, model)
+            remedy = rec["remedy"]
+            assert remedy["name"] == "save_params_name_map", (saved, model, remedy)
+            assert remedy["verdict"] in ("identical", "close"), (saved, model, remedy)
+    lstm = _rec(migration_run, NEWEST, "lstm", "save_params")["remedy"]
+    assert "lstm0_rnn_param -> lstm.rnn_param" in lstm["changed"][0]
+
+
+def test_forward_2_0_files_are_re_saved_for_1_x_and_numpy_operators_have_no_remedy(migration_run):
+    forward = _rec(migration_run, GLUON2, "mlp", "export", NEWEST)
+    assert forward["verdict"] == "load-error" and forward["remedy"]["name"] == "legacy_params_format"
+    assert forward["remedy"]["verdict"] == "identical"
+    lenet = _rec(migration_run, GLUON2, "lenet", "export", NEWEST)["remedy"]  # 2.0 writes output_size too
+    assert lenet["name"] == "drop_default_attributes+legacy_params_format" and lenet["verdict"] == "identical"
+    lstm = _rec(migration_run, GLUON2, "lstm", "save_parameters", NEWEST)["remedy"]
+    assert lstm["name"] == "legacy_params_format+rnn_per_gate_params" and lstm["verdict"] == "identical"
+
+
+def test_the_summary_counts_both_lstm_incompatibilities_as_remedied_and_the_exit_code_stays(migration_run):
+    assert migration_run["proc"].returncode == 1
+    md = (migration_run["dir"] / "summary.md").read_text()
+    assert "2 distinct backward incompatibilities (" in md and "; 2 with a verified remedy, 0 without)" in md
+    assert "**fixed by rnn_flat_params: identical in " in md
+    assert "## Verified remedies" in md and "mx.npx.reset_np()" in md
+    out = migration_run["proc"].stdout
+    assert re.search(r"FAIL \[S-5f6ec12d\] backward: .*fixed by rnn_flat_params: identical in \d+", out)
+
+
+def test_convert_writes_a_native_2_0_artifact_and_proves_it(migration_run, kit_home):
+    for api, remedy in (("save_parameters", "rnn_flat_params"), ("export", "np_shape_unknown_dims")):
+        cell = f"lstm/{api}/{NEWEST}/{GLUON2}"
+        proc = run_cli("convert", "m2", "--cell", cell, "--runs-dir", str(migration_run["runs"]), home=kit_home)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"with {remedy}:" in proc.stdout and "reloaded natively in 2.0.0b1" in proc.stdout
+        folder = migration_run["dir"] / "converted" / f"{NEWEST}__lstm__{api}__{GLUON2}"
+        rec = json.loads((folder / "record.json").read_text())
+        assert rec["verdict"] == "identical" and rec["native"] and rec["remedy"] is None
+        assert rec["converted"]["remedy"] == remedy
+    refused = run_cli(
+        "convert",
+        "m2",
+        "--cell",
+        f"lstm/export/{NEWEST}/{GLUON2}",
+        "--remedy",
+        "legacy_shape_semantics",
+        "--runs-dir",
+        str(migration_run["runs"]),
+        home=kit_home,
+    )
+    assert refused.returncode == 2 and "not the files" in refused.stderr and "reset_np" in refused.stderr
 
 
 def test_2_0_artifacts_reload_identical_in_2_0_and_fail_visibly_in_1x(migration_run):
@@ -105,6 +176,7 @@ def test_2_0_artifacts_reload_identical_in_2_0_and_fail_visibly_in_1x(migration_
         for api in ("export", "save_parameters"):
             rec = _rec(migration_run, GLUON2, model, api)
             assert rec["verdict"] == "identical", (model, api, rec["reason"])
+            assert rec["remedy"] is None  # nothing failed: nothing tried
     forward = _rec(migration_run, GLUON2, "mlp", "export", NEWEST)
     assert forward["direction"] == "forward" and forward["verdict"] == "load-error"
     assert "Invalid NDArray file format" in forward["error"]
@@ -177,3 +249,41 @@ def test_investigate_pairs_a_1x_graph_with_its_gluon2_port(migration_run, kit_ho
     assert "no node past tolerance" in proc.stdout
     assert "nodes matched by position" in proc.stdout  # lenet_conv0_fwd ... against the port's node_0 ...
     assert "0 parameter(s) not loaded as saved" in proc.stdout  # lenet_conv0_weight is 0.weight, same values
+
+
+def test_check_model_of_a_third_party_lstm_into_2_0_is_remedied_and_converts(migration_run, kit_home, tmp_path):
+    source = migration_run["store"] / NEWEST / "lstm" / "module_checkpoint"
+    for suffix in ("-symbol.json", "-0000.params"):
+        (tmp_path / f"seq{suffix}").write_bytes((source / f"model{suffix}").read_bytes())
+    runs = str(migration_run["runs"])
+    common = ("--runs-dir", runs)
+    proc = run_cli(
+        "check-model",
+        str(tmp_path / "seq"),
+        "--name",
+        "seq",
+        "--epoch",
+        "0",
+        "--input",
+        "data:4,16",
+        "--reference-version",
+        NEWEST,
+        "--load",
+        GLUON2,
+        "--run-id",
+        "cm-lstm",
+        *common,
+        home=kit_home,
+        timeout=900,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]  # it fails as it is: said so
+    rec = read_records(migration_run["runs"] / "cm-lstm")[(NEWEST, "seq", "checkpoint", GLUON2)]
+    assert rec["verdict"] == "infer-error" and "Shape inconsistent" in rec["error"]
+    assert rec["remedy"]["name"] == "legacy_shape_semantics" and rec["remedy"]["verdict"] == "identical"
+    assert "fixed by legacy_shape_semantics" in proc.stdout
+    done = run_cli("convert", "cm-lstm", "--cell", f"seq/checkpoint/{NEWEST}/{GLUON2}", *common, home=kit_home)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    folder = migration_run["runs"] / "cm-lstm" / "converted" / f"{NEWEST}__seq__checkpoint__{GLUON2}"
+    native = json.loads((folder / "record.json").read_text())
+    assert native["verdict"] == "identical" and native["remedy"] is None
+    assert (folder / "model-symbol.json").read_text().count("(1, -1, 24)") == 2  # the two begin states

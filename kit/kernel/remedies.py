@@ -618,7 +618,7 @@ def no_remedy_reason(error_text, release):
     for pattern, why in NO_REMEDY:
         m = re.search(pattern, error_text or "")
         if m:
-            return why.format(*m.groups()) + " (MXNet %s)" % release
+            return why.format(*m.groups())
     return None
 
 

@@ -1,0 +1,160 @@
+"""The remedies' own rules (needs mxnet: runs inside the environments, 1.0 to 2.0)."""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import mxnet as mx
+
+from kit.kernel import remedies
+
+
+def _nd(shape, start):
+    return mx.nd.array(np.arange(start, start + int(np.prod(shape)), dtype=np.float32).reshape(shape))
+
+
+def test_rnn_gates_fold_into_the_fused_order_and_unfold_back():
+    # a bidirectional one-layer RNN as 1.x save_parameters names it, biases before weights on purpose
+    names = ["embedding.weight"]
+    for d in ("l", "r"):
+        for g, t, shape in (
+            ("i2h", "bias", (8,)),
+            ("h2h", "bias", (8,)),
+            ("i2h", "weight", (8, 3)),
+            ("h2h", "weight", (8, 2)),
+        ):
+            names.append(("rnn._unfused.0.%s_cell.%s_%s" % (d, g, t), shape))
+    arrays, start = {"embedding.weight": _nd((5, 3), 0)}, 1000
+    for name, shape in names[1:]:
+        arrays[name] = _nd(shape, start)
+        start += 1000
+    named, folded = remedies.fold_rnn_params(arrays)
+    assert [n for n, _ in named] == ["embedding.weight", "rnn.rnn_param"] and len(folded) == 1
+    flat = named[1][1].asnumpy()
+    assert flat.size == 2 * (8 + 8 + 24 + 16)
+    # weights first (l: i2h, h2h; r: i2h, h2h), then biases in the same order
+    firsts = [flat[0], flat[24], flat[40], flat[64], flat[80], flat[88], flat[96], flat[104]]
+    key = lambda d, g, t: arrays["rnn._unfused.0.%s_cell.%s_%s" % (d, g, t)].asnumpy().reshape(-1)[0]
+    assert firsts == [
+        key("l", "i2h", "weight"),
+        key("l", "h2h", "weight"),
+        key("r", "i2h", "weight"),
+        key("r", "h2h", "weight"),
+        key("l", "i2h", "bias"),
+        key("l", "h2h", "bias"),
+        key("r", "i2h", "bias"),
+        key("r", "h2h", "bias"),
+    ]
+    targets = dict((n, s) for n, s in names[1:])
+    back, unfolded = remedies.unfold_rnn_params({"rnn.rnn_param": named[1][1]}, targets)
+    assert len(unfolded) == 1
+    for name in targets:
+        assert np.array_equal(back[name].asnumpy(), arrays[name].asnumpy()), name
+
+
+def test_fused_1x_names_fold_too_and_a_projection_is_refused():
+    arrays = {"lstm0_l0_i2h_weight": _nd((8, 3), 0), "lstm0_l0_h2h_weight": _nd((8, 2), 100)}
+    named, folded = remedies.fold_rnn_params(arrays, separator="_")
+    assert [n for n, _ in named] == ["lstm0_rnn_param"] and named[0][1].shape == (40,)
+    try:
+        remedies.fold_rnn_params({"lstm0_l0_h2r_weight": _nd((2, 2), 0)})
+        raise AssertionError("a projection must be refused")
+    except remedies.Refused as e:
+        assert "projection" in str(e)
+
+
+def test_names_map_by_structure_only_where_unambiguous():
+    saved = [("conv0_weight", (6, 1, 5, 5)), ("conv0_bias", (6,)), ("dense0_weight", (4, 64)), ("dense0_bias", (4,))]
+    wanted = [("0.weight", (6, 1, 5, 5)), ("0.bias", (6,)), ("3.weight", (4, 64)), ("3.bias", (4,))]
+    assert remedies.map_by_structure(saved, wanted) == {
+        "conv0_weight": "0.weight",
+        "conv0_bias": "0.bias",
+        "dense0_weight": "3.weight",
+        "dense0_bias": "3.bias",
+    }
+    shuffled = [saved[2], saved[0], saved[3], saved[1]]  # order lost, but every (kind, shape) is unique
+    assert remedies.map_by_structure(shuffled, wanted)["dense0_bias"] == "3.bias"
+    twins = [("a.weight", (4, 4)), ("c.bias", (4,)), ("b.weight", (4, 4))]
+    cases = (
+        (saved[:3], wanted, "no one-to-one"),
+        ([("y_bias", (4,)), ("x_weight", (4, 4)), ("z_weight", (4, 4))], twins, "ambiguous"),
+    )
+    for bad, target, why in cases:
+        try:
+            remedies.map_by_structure(bad, target)
+            raise AssertionError("must refuse: " + why)
+        except remedies.Refused as e:
+            assert why in str(e), str(e)
+
+
+def test_graph_attributes_drop_only_at_their_default():
+    conv = {"op": "Convolution", "name": "c", "attrs": {"kernel": "(5, 5)", "layout": "NCHW"}}
+    assert remedies._is_default("layout", conv)
+    assert not remedies._is_default("layout", dict(conv, attrs={"kernel": "(5, 5)", "layout": "NHWC"}))
+    assert remedies._is_default("layout", dict(conv, attrs={"kernel": "(3,)", "layout": "NCW"}))
+    assert not remedies._is_default("sparse_grad", {"op": "Embedding", "attrs": {"sparse_grad": "True"}})
+
+
+def _work(graph):
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "model-symbol.json"), "w") as f:
+        json.dump(graph, f)
+    manifest = {"load": {"symbol_file": "model-symbol.json", "param_file": "model-0000.params"}, "inputs": []}
+    work = remedies.Work(None, None, "1.4.1", "1.9.1", "export", folder, manifest)
+    shutil.rmtree(folder)
+    return work
+
+
+def test_a_non_default_attribute_is_refused_not_dropped():
+    node = {"op": "Convolution", "name": "conv0", "inputs": [], "attrs": {"kernel": "(5, 5)", "layout": "NHWC"}}
+    work = _work({"nodes": [node]})
+    try:
+        remedies.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
+        raise AssertionError("NHWC changes the computation")
+    except remedies.Refused as e:
+        assert "conv0(layout=NHWC)" in str(e)
+    finally:
+        work.close()
+    work = _work({"nodes": [dict(node, attrs={"kernel": "(5, 5)", "layout": "NCHW"})]})
+    try:
+        said = remedies.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
+        assert said == "dropped layout from 1 node(s) (the default value)"
+        with open(work.path("model-symbol.json")) as f:
+            assert "layout" not in json.load(f)["nodes"][0]["attrs"]
+    finally:
+        work.close()
+
+
+def test_unknown_begin_state_dims_become_minus_one_and_nothing_else_moves():
+    nodes = [
+        {"op": "_zeros", "name": "h0", "inputs": [], "attrs": {"shape": "(1, 0, 24)"}},
+        {"op": "_zeros", "name": "big", "inputs": [], "attrs": {"shape": "(10, 20)"}},
+        {"op": "Reshape", "name": "r", "inputs": [], "attrs": {"shape": "(0, -1)"}},  # 0 means "copy": kept
+    ]
+    work = _work({"nodes": nodes})
+    try:
+        said = remedies.by_name("np_shape_unknown_dims").apply(work, "")
+        assert said == "shapes rewritten: h0 (1, 0, 24) -> (1, -1, 24)"
+        with open(work.path("model-symbol.json")) as f:
+            shapes = [n["attrs"]["shape"] for n in json.load(f)["nodes"]]
+        assert shapes == ["(1, -1, 24)", "(10, 20)", "(0, -1)"]
+    finally:
+        work.close()
+
+
+def test_the_registry_names_each_remedy_once_with_code_a_user_can_run():
+    names = [r.name for r in remedies.REMEDIES]
+    assert len(names) == len(set(names)) and "legacy_shape_semantics" in names
+    for remedy in remedies.REMEDIES:
+        assert remedy.title and remedy.changes and remedy.user_code.strip(), remedy.name
+        assert remedy.changes in (
+            remedies.LOADING_MODE,
+            remedies.PARAMETER_MAPPING,
+            remedies.GRAPH_EDIT,
+            remedies.RESAVE,
+        )
+    assert remedies.no_remedy_reason("Operator _npi_add is not registered", "1.4.1").startswith(
+        "operator _npi_add is one of MXNet's numpy operators"
+    )
