@@ -36,7 +36,10 @@ def test_rnn_gates_fold_into_the_fused_order_and_unfold_back():
     assert flat.size == 2 * (8 + 8 + 24 + 16)
     # weights first (l: i2h, h2h; r: i2h, h2h), then biases in the same order
     firsts = [flat[0], flat[24], flat[40], flat[64], flat[80], flat[88], flat[96], flat[104]]
-    key = lambda d, g, t: arrays["rnn._unfused.0.%s_cell.%s_%s" % (d, g, t)].asnumpy().reshape(-1)[0]
+
+    def key(d, g, t):
+        return arrays["rnn._unfused.0.%s_cell.%s_%s" % (d, g, t)].asnumpy().reshape(-1)[0]
+
     assert firsts == [
         key("l", "i2h", "weight"),
         key("l", "h2h", "weight"),
