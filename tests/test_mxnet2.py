@@ -187,11 +187,21 @@ def test_summary_has_the_migration_table(migration_run):
     assert "## Migrating to MXNet 2.0" in md
     assert re.search(r"\| module_checkpoint \| 1\.0\.0\.post4 \| (close|identical) \d+ via SymbolBlock\.imports \|", md)
     assert re.search(
-        r"\| module_checkpoint \| 1\.9\.1 \| infer-error 1 \(lstm\), [a-z0-9 ,]+ via SymbolBlock\.imports \|", md
+        r"\| module_checkpoint \| 1\.9\.1 \| infer-error 1 \(lstm\), [a-z0-9 ,]+ via SymbolBlock\.imports; "
+        r"remedied: lstm by legacy_shape_semantics \(identical 1\) \|",
+        md,
     )
-    assert re.search(r"\| save_parameters \| 1\.9\.1 \| load-error 1 \(lstm\), [a-z0-9 ,]+ via Gluon 2\.0 port", md)
+    assert re.search(
+        r"\| save_parameters \| 1\.9\.1 \| load-error 1 \(lstm\), [a-z0-9 ,]+ via Gluon 2\.0 port \+ "
+        r"load_parameters; remedied: lstm by rnn_flat_params \(identical 1\) \|",
+        md,
+    )
     # mlp, lenet, lstm and e2e: the symbolic model never had save_params
-    assert re.search(r"\| save_params \| 1\.9\.1 \| unsupported 4: Block\.save_params/load_params were removed", md)
+    assert re.search(
+        r"\| save_params \| 1\.9\.1 \| unsupported 4: Block\.save_params/load_params were removed.*; "
+        r"remedied: e2e, lenet, lstm, mlp by save_params_name_map \(",
+        md,
+    )
     nb = nbformat.read(migration_run["dir"] / "summary.ipynb", as_version=4)
     shown = "".join(
         o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
