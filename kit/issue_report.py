@@ -48,6 +48,10 @@ def issue_markdown(run: Run) -> str:
     if groups:
         lines += ["", f"#### Incompatibilities ({len(groups)}, one line each)", ""]
         lines += [f"- {'**fails the run** ' if g.failing else ''}`{line(g)}`" for g in groups]
+        fixes = reports.remedy_lines(groups, level="#####")
+        if fixes:
+            lines += ["", "#### Verified remedies (the cells still fail as they are; this is what makes them work)", ""]
+            lines += fixes
     lines += ["", f"#### Failing cells ({len(split['failures'])})", ""]
     if not split["failures"]:
         lines.append("None.")
@@ -57,6 +61,8 @@ def issue_markdown(run: Run) -> str:
         if error and rec.get("error"):
             lines += ["  ```", f"  {error[-1][:500]}", "  ```"]
         bundle = _bundle_of(run, rec)
+        if rec.get("remedy"):
+            lines.append(f"  - remedy: {reports.remedy_cell(rec)}")
         lines.append(f"  - executed notebook: `{reports.notebook_of(run.dir, rec)}`")
         lines.append(
             f"  - bundle: `{bundle}`"

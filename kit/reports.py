@@ -198,8 +198,7 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
     counts = signatures.counts(groups)
     parts = [
         f"{_plural(counts[d]['signatures'], f'distinct {d} incompatibility', f'distinct {d} incompatibilities')} "
-        f"({_plural(counts[d]['cells'], 'cell')}; {counts[d]['remedied']} with a verified remedy, "
-        f"{counts[d]['signatures'] - counts[d]['remedied']} without)"
+        f"({_plural(counts[d]['cells'], 'cell')}; {_remedy_count(counts[d])})"
         for d in signatures.DIRECTIONS
         if d in counts
     ]
@@ -219,6 +218,13 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
     return lines
 
 
+def _remedy_count(count: dict) -> str:
+    """``2 with a verified remedy, 1 in part, 0 without``."""
+    none = count["signatures"] - count["remedied"] - count["partly"]
+    partly = f", {count['partly']} in part" if count["partly"] else ""
+    return f"{count['remedied']} with a verified remedy{partly}, {none} without"
+
+
 def groups_table(groups: list[Group]) -> list[str]:
     """Every group in a Markdown table: the signature, where it starts, what it touches, one verbatim example."""
     out = [
@@ -235,15 +241,16 @@ def groups_table(groups: list[Group]) -> list[str]:
     return out
 
 
-def remedy_lines(groups: list[Group]) -> list[str]:
+def remedy_lines(groups: list[Group], level: str = "###") -> list[str]:
     """Each remedy that fixed a group, with what it changed and the user's code that does the same."""
     out = []
     for g in groups:
-        for entry in (g.remedy or {}).get("by", []):
+        fixes = (g.remedy or {}).get("by", [])
+        if fixes:
+            out += [f"{level} `{g.id}` {g.direction}: {_md(g.signature)}", ""]
+        for entry in fixes:
             verdicts = ", ".join(f"{v} {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
             out += [
-                f"### `{g.id}` {g.direction}: {_md(g.signature)}",
-                "",
                 f"**{entry['name']}** ({entry.get('title')}): {verdicts} of {g.remedy['cells']} cells, "
                 f"max abs {_fmt(entry['max_abs'])} (e.g. `{entry['example_cell']}`).",
                 "",

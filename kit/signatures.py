@@ -296,12 +296,13 @@ def line(group: Group) -> str:
 
 
 def counts(groups: list[Group]) -> dict[str, dict]:
-    """``{direction: {"signatures": n, "cells": n, "remedied": n}}``: ``remedied``, the signatures whose every
-    cell a remedy fixed."""
+    """``{direction: {"signatures": n, "cells": n, "remedied": n, "partly": n}}``: ``remedied``, the signatures
+    whose every cell a remedy fixed; ``partly``, those where it fixed some."""
     out: dict[str, dict] = {}
     for g in groups:
-        entry = out.setdefault(g.direction, {"signatures": 0, "cells": 0, "remedied": 0})
+        entry = out.setdefault(g.direction, {"signatures": 0, "cells": 0, "remedied": 0, "partly": 0})
         entry["signatures"] += 1
         entry["cells"] += len(g.cells)
         entry["remedied"] += (g.remedy or {}).get("status") == VERIFIED
+        entry["partly"] += (g.remedy or {}).get("status") == PARTIAL
     return out

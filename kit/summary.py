@@ -145,6 +145,14 @@ def signature_table(data: RunData) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns + ["fail the run", "remedy", "example"])
 
 
+def remedies(data: RunData):
+    """The verified remedies, each with what it changed and the code that does the same (Markdown)."""
+    from IPython.display import Markdown
+
+    lines = reports.remedy_lines(data.groups, level="###")
+    return Markdown("\n".join(lines) if lines else "No failing cell has a verified remedy.")
+
+
 def left(df: pd.DataFrame):
     """``df`` for reading: left-aligned text, no index column."""
     styled = df.style.hide(axis="index").format(escape="html")

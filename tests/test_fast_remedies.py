@@ -102,7 +102,8 @@ def test_the_headline_counts_incompatibilities_with_and_without_a_verified_remed
     lines = reports.headline_lines(group_records(RECORDS), 1)
     assert lines[0] == (
         "**Exit code 1 (regressions found)**: 1 distinct backward incompatibility (2 cells; 1 with a verified "
-        "remedy, 0 without); 2 distinct forward incompatibilities (3 cells; 0 with a verified remedy, 2 without)."
+        "remedy, 0 without); 2 distinct forward incompatibilities (3 cells; 0 with a verified remedy, 1 in part, 1 "
+        "without)."
     )
     text = "\n".join(lines)
     assert "**fixed by legacy_shape_semantics: identical in 1 and close in 1 of 2 cells**" in text

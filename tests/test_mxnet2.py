@@ -297,3 +297,16 @@ def test_check_model_of_a_third_party_lstm_into_2_0_is_remedied_and_converts(mig
     native = json.loads((folder / "record.json").read_text())
     assert native["verdict"] == "identical" and native["remedy"] is None
     assert (folder / "model-symbol.json").read_text().count("(1, -1, 24)") == 2  # the two begin states
+
+
+def test_report_issue_and_json_carry_the_remedies(migration_run, kit_home):
+    runs = str(migration_run["runs"])
+    issue = run_cli("report", "m2", "--issue", "--runs-dir", runs, home=kit_home)
+    assert issue.returncode == 0, issue.stderr[-2000:]
+    assert "#### Verified remedies" in issue.stdout and "fixed by rnn_flat_params: identical in " in issue.stdout
+    assert "  - remedy: legacy_shape_semantics: identical" in issue.stdout
+    payload = json.loads(run_cli("report", "m2", "--json", "--runs-dir", runs, home=kit_home).stdout)
+    rnn = next(
+        s for s in payload["signatures"] if s["signature"] == "Parameter 'lstm.rnn_param' is missing in the file"
+    )
+    assert rnn["remedy"]["status"] == "verified" and rnn["remedy"]["by"][0]["name"] == "rnn_flat_params"

@@ -539,11 +539,16 @@ class RnnPerGateParams(Remedy):
     error = r"Parameter '[^']*_unfused[^']*' is missing"
     edits_artifact = True
     user_code = """
-import mxnet as mx  # in the 1.x release; net: the model's 1.x code, initialized and called once
+import numpy as np, mxnet as mx  # in the 1.x release; net: the model's 1.x code, initialized, called once
 saved = mx.nd.load("{params}")
-flat, at, params = saved.pop("lstm.rnn_param").asnumpy(), 0, dict(saved)
-for name, p in sorted(net._collect_params_with_prefix().items()):  # fused order: weights, then biases
-    ...  # take p.shape's worth of flat for each lstm._unfused.* parameter, in the RNN operator's order
+flat, at = saved.pop("lstm.rnn_param").asnumpy(), 0
+own = net._collect_params_with_prefix()  # 1.x structural names -> parameters (with shapes)
+for k in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):  # one layer; more: every weight first
+    shape = own["lstm._unfused.0." + k].shape
+    size = int(np.prod(shape))
+    saved["lstm._unfused.0." + k] = mx.nd.array(flat[at:at + size].reshape(shape))
+    at += size
+mx.nd.save("{params}", saved)
 """
 
     def apply(self, work, error_text):
