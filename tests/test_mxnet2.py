@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import nbformat
 import pytest
 
+from helpers import REPO
 from conftest import NEWEST, OLDEST, kernel_unit_tests, matrix_run, read_records, run_cli
 
 pytestmark = pytest.mark.envs
@@ -310,3 +312,21 @@ def test_report_issue_and_json_carry_the_remedies(migration_run, kit_home):
         s for s in payload["signatures"] if s["signature"] == "Parameter 'lstm.rnn_param' is missing in the file"
     )
     assert rnn["remedy"]["status"] == "verified" and rnn["remedy"]["by"][0]["name"] == "rnn_flat_params"
+
+
+@pytest.mark.parametrize(
+    "model, api",
+    [("lstm", "export"), ("lstm", "module_checkpoint"), ("lstm", "save_parameters"), ("lenet", "save_params")],
+)
+def test_the_remedy_code_a_reader_copies_runs_and_gives_the_reference(migration_run, kit_home, model, api):
+    record = migration_run["dir"] / "records" / f"{NEWEST}__{model}__{api}__{GLUON2}.json"
+    python = kit_home / "envs" / GLUON2 / "bin" / "python"
+    artifact = migration_run["store"] / NEWEST / model / api
+    proc = subprocess.run(
+        [str(python), str(REPO / "tests" / "remedy_code_runner.py"), str(artifact), str(record)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["max_abs"] <= 1e-6

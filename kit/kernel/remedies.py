@@ -382,8 +382,10 @@ class SaveParamsByStructure(Remedy):
 import mxnet as mx
 with mx.util.np_array(False), mx.util.np_shape(False):
     saved = mx.nd.load("{params}")  # 1.x prefixed names, in the model's order
-net.initialize(); net(x)  # net: the model's Gluon 2.0 code; one call fixes every shape
-names = list(net.collect_params())  # structural names, same order (shapes checked pairwise)
+net.initialize()  # net: the model's Gluon 2.0 code; one call on an input fixes every shape
+net(mx.np.array(x))
+names = list(net.collect_params())  # structural names, same order (check the shapes pairwise)
+# an RNN layer: fold its per-gate arrays into one rnn_param first (see rnn_flat_params)
 net.load_dict(dict((n, mx.np.array(v.asnumpy())) for n, v in zip(names, saved.values())))
 """
 
