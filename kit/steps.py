@@ -262,7 +262,8 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
     if info.get("record"):  # it died trying remedies: the cell's own verdict was known and stands
         rec = info["record"]
-        rec["remedy"] = {"fixed": False, "name": None, "tried": [], "why_none": f"the {message} (trying remedies)"}
+        died = f"the kernel died while trying remedies ({type(exc).__name__}: {str(exc).strip()[:300]})"
+        rec["remedy"] = {"fixed": False, "name": None, "tried": [], "why_none": died, "kernel_died": True}
         rec.update(loaded_fingerprint=None, checked_at=record_schema.now())
     else:
         rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))

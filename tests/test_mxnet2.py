@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -330,3 +331,33 @@ def test_the_remedy_code_a_reader_copies_runs_and_gives_the_reference(migration_
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1])["max_abs"] <= 1e-6
+
+
+def test_a_kernel_that_dies_trying_remedies_keeps_the_cells_own_verdict(migration_run, kit_home):
+    runs = migration_run["runs"]
+    proc = run_cli(
+        "run",
+        "--save",
+        NEWEST,
+        "--load",
+        GLUON2,
+        "--models",
+        "lstm,mlp",
+        "--apis",
+        "export",
+        "--store",
+        str(migration_run["store"]),
+        "--runs-dir",
+        str(runs),
+        "--run-id",
+        "dies-in-remedy",
+        home=kit_home,
+        env=dict(os.environ, MXCOMPAT_FAULT="kill:lstm/export:remedy"),
+        timeout=900,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    records = read_records(runs / "dies-in-remedy")
+    lstm = records[(NEWEST, "lstm", "export", GLUON2)]
+    assert lstm["verdict"] == "infer-error" and "Shape inconsistent" in lstm["error"]  # measured before it died
+    assert lstm["remedy"]["kernel_died"] and "kernel died while trying remedies" in lstm["remedy"]["why_none"]
+    assert records[(NEWEST, "mlp", "export", GLUON2)]["verdict"] in ("identical", "close")
