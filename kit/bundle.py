@@ -20,6 +20,28 @@ def _fmt(x) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+def remedy_markdown(record: dict) -> list[str]:
+    """What the remedies did for this cell: each one tried, its verdict or error, and the code that works."""
+    remedy = record.get("remedy")
+    if not remedy:
+        return []
+    lines = ["", "## Remedies tried (the verdict above stays: this is what makes it work)", ""]
+    for t in remedy.get("tried") or []:
+        said = t.get("reason") or ""
+        max_abs = (t.get("summary") or {}).get("max_abs")
+        lines.append(
+            f"- `{t['name']}`: **{t['verdict']}**"
+            + (f", max abs {_fmt(max_abs)}" if max_abs is not None else "")
+            + (f": {said}" if said else "")
+        )
+    if remedy.get("fixed"):
+        lines += ["", f"Fixed by `{remedy['name']}`; the code that does the same:", "", "```python"]
+        lines += [remedy["user_code"].strip(), "```"]
+    else:
+        lines += ["", f"No known remedy: {remedy.get('why_none')}"]
+    return lines
+
+
 def markdown(
     cell: Cell, record: dict, run_manifest: dict, investigation: dict | None, made_by: str | None = None
 ) -> str:
@@ -64,6 +86,7 @@ def markdown(
         lines.append(f"| - | - | {_fmt(s.get('max_abs'))} | - | - | - | - |")
     if record.get("error"):
         lines += ["", "## Error", "", "```", (record.get("traceback") or record["error"]).strip(), "```"]
+    lines += remedy_markdown(record)
     if investigation:
         first = investigation.get("first_divergence")
         lines += ["", "## Where it starts", ""]

@@ -140,3 +140,13 @@ def test_a_remedy_informs_and_never_turns_a_failing_cell_green(tmp_path):
         "identical",
     )
     assert rows[("resnet_bn", "export", "2.0.0b1", "1.4.1")]["remedy"].startswith("none: operator _npi_add")
+
+
+def test_a_bundle_says_what_each_remedy_did():
+    from kit.bundle import remedy_markdown
+
+    text = "\n".join(remedy_markdown(RECORDS[0]))
+    assert "- `legacy_shape_semantics`: **identical**" in text
+    assert "Fixed by `legacy_shape_semantics`" in text and "```python\nmx.npx.reset_np()\n```" in text
+    assert "No known remedy: operator _npi_add" in "\n".join(remedy_markdown(RECORDS[4]))
+    assert remedy_markdown(new_record("1.9.1", "mlp", "export", "2.0.0b1", "/a")) == []
