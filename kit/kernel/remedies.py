@@ -616,6 +616,16 @@ NO_REMEDY = [
         "operator {0} (the fused RNN's parameter concatenation, from 1.3 on) does not exist here: a hybridized "
         "1.3+ RNN graph needs 1.3 or newer",
     ),
+    (
+        r"Operator (_image_resize)",
+        "operator {0} (gluon's Resize as a graph operator, from 1.5 on) does not exist here: the graph needs 1.5 or "
+        "newer, or the resize done outside the model",
+    ),
+    (
+        r"Operator (_image_to_tensor|_image_normalize)",
+        "operator {0} (gluon's image transforms as graph operators, from 1.1 on) does not exist here: the graph "
+        "needs 1.1 or newer",
+    ),
     (r"Operator (\S+?):? is not registered", "operator {0} does not exist in the loading release"),
     (r"Cannot find argument '([^']+)'", "argument '{0}' is not known to be a no-op at its default"),
 ]
