@@ -567,32 +567,17 @@ def check_model_cmd(
 @click.option("--runs-dir", metavar="PATH", help="Where run folders are (default: runs/).")
 @handle_errors
 def investigate_cmd(run_id, cell, recompute, runs_dir):
-    """Where in the model a cell's difference starts: investigate.ipynb on the loading release's kernel."""
+    """Where in the model a cell's difference starts: investigate.ipynb on the loading release's kernel.
+
+    A cell that does not load or run: what failed and where, the remedies tried, and the layers compared
+    under the one that works. Exit 0 when the investigation completes, whatever it finds.
+    """
     from kit.cells import Cell
-    from kit.investigate import investigate_cell
-    from kit.common.verdicts import PARAMS_AS_SAVED
+    from kit.investigate import investigate_cell, report_lines
 
     out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
-    result = json.loads(out["json"].read_text())
-    first = result["first_divergence"]
-    if first:
-        click.echo(
-            f"first node past tolerance: #{first['index']} {first['node']} (op {first['op']}, "
-            f"max abs {first.get('max_abs')})"
-        )
-    else:
-        click.echo(f"no node past tolerance ({len(result['rows'])} nodes)")
-    if result.get("node_matching", "by name") != "by name":
-        click.echo(f"nodes matched {result['node_matching']}")
-    if result["parameters"] is None:
-        click.echo("the artifact records no table of its saved parameters")
-    else:
-        changed = [p for p in result["parameters"] if p["status"] not in PARAMS_AS_SAVED]
-        click.echo(
-            f"{len(changed)} parameter(s) not loaded as saved"
-            + (": " + ", ".join(f"{p['name']} ({p['status']})" for p in changed) if changed else "")
-        )
-    click.echo(f"notebook: {out['notebook']}")
+    for line in report_lines(json.loads(out["json"].read_text()), out["notebook"]):
+        click.echo(line)
 
 
 @main.command("convert")
