@@ -90,6 +90,9 @@ def markdown(
     if investigation:
         first = investigation.get("first_divergence")
         lines += ["", "## Where it starts", ""]
+        under = investigation.get("compared_under")
+        if under:  # an error cell: its layers were compared under the remedy that fixes it
+            lines.append(f"Compared layer by layer under remedy `{under['name']}` ({under.get('title')}):")
         if first:
             lines.append(
                 f"The first node past tolerance is #{first['index']} `{first['node']}` (op `{first['op']}`, "

@@ -722,7 +722,8 @@ def message(result):
             if t.get("changed"):
                 said += "; %s" % "; ".join(t["changed"])
             if t.get("error"):
-                said += "; error:\n" + "\n".join("    " + x for x in t["error"].splitlines())
+                kept = [x for x in t["error"].splitlines() if x.strip() and not x.startswith(("[bt]", "Stack trace"))]
+                said += "; error:\n" + "\n".join("    " + x for x in kept)  # MXNet's native stack: in the record
             elif t.get("reason"):
                 said += "; %s" % t["reason"]
             lines.append(said)
