@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kit import releases as release_table  # noqa: E402
-from kit.envs import EnvManager  # noqa: E402
+from kit.envs import releases as release_table  # noqa: E402
+from kit.envs.manager import EnvManager  # noqa: E402
 from kit.common.errors import KitError  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
@@ -127,8 +127,8 @@ def table(result: dict, old: dict | None = None) -> str:
 
 def plot(results: Path, home: KitHome) -> Path:
     """Execute notebooks/e2e_speed.ipynb on the host kernel for ``results``; the executed copy's path."""
-    from kit import kernelspecs
-    from kit.notebooks import NOTEBOOKS, run_notebook
+    from kit.envs import kernelspecs
+    from kit.execute.notebooks import NOTEBOOKS, run_notebook
 
     kernel = kernelspecs.ensure_host_kernel(home)
     output = REPO / "runs" / f"e2e-speed-{time.strftime('%Y%m%d-%H%M%S')}.ipynb"

@@ -30,8 +30,8 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kit import releases as release_table  # noqa: E402
-from kit.envs import EnvManager  # noqa: E402
+from kit.envs import releases as release_table  # noqa: E402
+from kit.envs.manager import EnvManager  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
 PY = sys.executable

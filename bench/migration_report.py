@@ -18,8 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kit import migration  # noqa: E402
-from kit.records import load_records  # noqa: E402
+from kit.results import migration  # noqa: E402
+from kit.results.records import load_records  # noqa: E402
 
 
 def report(run_dir: Path) -> dict:

@@ -32,7 +32,7 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kit.envs import EnvManager  # noqa: E402
+from kit.envs.manager import EnvManager  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
 PY = sys.executable
@@ -168,8 +168,8 @@ def kit_run(names, home, jobs, tag, cells=CHECKER_CELLS, models=None, timeout=36
 # -- the summary on many records ----------------------------------------------------------------
 def summary_on(records_from: Path, n: int, home: Path):
     """The summary notebook (the step a run ends with) on ``n`` records made from ``records_from``'s."""
-    from kit import kernelspecs
-    from kit.notebooks import NOTEBOOKS, prestart, run_notebook
+    from kit.envs import kernelspecs
+    from kit.execute.notebooks import NOTEBOOKS, prestart, run_notebook
 
     source = sorted(p for p in (records_from / "records").glob("[!.]*.json"))
     run_dir = home / "runs" / f"summary-{n}"
@@ -180,9 +180,9 @@ def summary_on(records_from: Path, n: int, home: Path):
         rec = json.loads(source[i % len(source)].read_text())
         rec["model"] = f"{rec['model']}{i // len(source)}" if i >= len(source) else rec["model"]
         (run_dir / "records" / f"r{i:05d}.json").write_text(json.dumps(rec))
-    from kit.matrix import _write_reports
-    from kit.request import RunRequest
-    from kit.runs import Run
+    from kit.orchestrate.matrix import _write_reports
+    from kit.orchestrate.request import RunRequest
+    from kit.results.runs import Run
 
     manifest = json.loads((run_dir / "run.json").read_text())
     run, req = Run(run_dir.parent, run_dir.name), RunRequest(**manifest["request"])

@@ -20,7 +20,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from lab_driver import Lab, browser_missing, chromium, launcher_kernels, open_notebook  # noqa: E402
 
 from kit.home import KitHome  # noqa: E402
-from kit.runs import runs_dir  # noqa: E402
+from kit.results.runs import runs_dir  # noqa: E402
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, kit_env
-from kit.interpreters import InterpreterFinder
+from kit.envs.interpreters import InterpreterFinder
 
 OLDEST = "1.0.0.post4"
 NEWEST = "1.9.1"
@@ -88,7 +88,7 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
     import time
 
     from kit.home import KitHome
-    from kit.notebooks import NOTEBOOKS, run_notebook
+    from kit.execute.notebooks import NOTEBOOKS, run_notebook
 
     store = tmp_path_factory.mktemp("store")
     runs = tmp_path_factory.mktemp("runs")
@@ -158,7 +158,7 @@ def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:
 
     It passes the notebook's old parameter names (mxnet_version, out_dir) on purpose: they must keep working."""
     from kit.home import KitHome
-    from kit.notebooks import NOTEBOOKS, run_notebook
+    from kit.execute.notebooks import NOTEBOOKS, run_notebook
 
     run_notebook(
         NOTEBOOKS / "reload.ipynb",
@@ -182,7 +182,7 @@ def kernel_unit_tests(kit_home: Path, release: str) -> tuple[subprocess.Complete
 def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
     """reload.ipynb on the newest release (backward) and on the oldest (forward too): their records."""
     from kit.home import KitHome
-    from kit.notebooks import NOTEBOOKS, run_notebook
+    from kit.execute.notebooks import NOTEBOOKS, run_notebook
 
     out = {}
     for release, forward in ((NEWEST, False), (OLDEST, True)):

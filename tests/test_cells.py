@@ -6,9 +6,9 @@ import pytest
 
 from kit.common import cell_selection
 from kit.common.errors import UsageError
-from kit.plan import plan
-from kit.request import RunRequest, _narrow_to_cells
-from kit.runs import Run
+from kit.orchestrate.plan import plan
+from kit.orchestrate.request import RunRequest, _narrow_to_cells
+from kit.results.runs import Run
 
 CHECKER = ["mlp:module_checkpoint", "lenet:save_params", "lenet:export", "lstm:save_parameters"]
 

@@ -1,5 +1,5 @@
 """Concurrent writers on one S3 store (a real moto server, real processes): one writer per artifact at a time
-under its lease (kit.s3_lease), the newer copy stays current and the other is kept under .versions/, a reader
+under its lease (kit.store.lease), the newer copy stays current and the other is kept under .versions/, a reader
 never takes half an artifact, and a lease whose writer died is taken over."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from conftest import OLDEST, NEWEST, read_records, run_cli
 from helpers import start_kit
 from kit import store as store_mod
 from kit.common import artifacts
-from kit.s3_lease import LEASES, LeaseBusy, S3Lease
+from kit.store.lease import LEASES, LeaseBusy, S3Lease
 
 RELEASE, MODEL, API = "1.9.1", "lenet", "export"
 REF = store_mod.Ref(RELEASE, MODEL, API)

@@ -1,4 +1,4 @@
-"""The allow-list and what fails a run (kit.records), on hand-built records: no environment, no kernel."""
+"""The allow-list and what fails a run (kit.results.records), on hand-built records: no environment, no kernel."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from kit.common.errors import UsageError
-from kit.records import Allowance, classify, is_failure, load_allow_list
+from kit.results.records import Allowance, classify, is_failure, load_allow_list
 
 OLD, NEW = "1.0.0.post4", "1.9.1"
 TODAY = dt.date(2026, 6, 1)

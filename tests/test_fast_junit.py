@@ -1,4 +1,4 @@
-"""The JUnit XML a run writes (kit.reports), from hand-built records: no environment, no kernel."""
+"""The JUnit XML a run writes (kit.results.reports), from hand-built records: no environment, no kernel."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kit.records import Allowance, classify
-from kit.reports import flat_rows, write_junit
-from kit.signatures import signature_id
+from kit.results.records import Allowance, classify
+from kit.results.reports import flat_rows, write_junit
+from kit.results.signatures import signature_id
 
 OLD, NEW = "1.0.0.post4", "1.9.1"
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from kit import releases
+from kit.envs import releases
 from kit.common import versions
 from kit.common.errors import UnknownReleaseError, UsageError
-from kit.envs import MARKER, EnvManager
+from kit.envs.manager import MARKER, EnvManager
 from kit.home import KitHome
 
 TABLE = releases.known_names()  # tests/test_releases.py pins the exact list

@@ -1,4 +1,4 @@
-"""Remedies as the reader sees them (kit.signatures, kit.reports), from hand-built records in the shape
+"""Remedies as the reader sees them (kit.results.signatures, kit.results.reports), from hand-built records in the shape
 kit.kernel.remedies writes: a group says which remedy fixed how many of its cells, the headline counts
 incompatibilities with and without one, and the cell's own verdict (exit code, JUnit) does not move."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 from xml.etree import ElementTree as ET
 
-from kit import reports
+from kit.results import reports
 from kit.common.record_schema import new_record
-from kit.records import classify
-from kit.signatures import PARTIAL, VERIFIED, group_records, line, remedy_text
+from kit.results.records import classify
+from kit.results.signatures import PARTIAL, VERIFIED, group_records, line, remedy_text
 
 SHAPE = (
     "case 'batch': MXNetError: MXNetError: Error in operator lstm_lstm0_rnn0: Shape inconsistent, "
@@ -143,7 +143,7 @@ def test_a_remedy_informs_and_never_turns_a_failing_cell_green(tmp_path):
 
 
 def test_a_bundle_says_what_each_remedy_did():
-    from kit.bundle import remedy_markdown
+    from kit.debug.bundle import remedy_markdown
 
     text = "\n".join(remedy_markdown(RECORDS[0]))
     assert "- `legacy_shape_semantics`: **identical**" in text

@@ -1,11 +1,11 @@
-"""Which Dask worker runs which release (kit.dask_executor.route): pure host logic, no cluster."""
+"""Which Dask worker runs which release (kit.execute.dask_executor.route): pure host logic, no cluster."""
 
 from __future__ import annotations
 
 import pytest
 
 from kit.common.errors import KitError, UsageError
-from kit.dask_executor import route
+from kit.execute.dask_executor import route
 
 A, B, C = "tcp://10.0.0.1:40001", "tcp://10.0.0.2:40001", "tcp://10.0.0.3:40001"
 

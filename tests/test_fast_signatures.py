@@ -1,4 +1,4 @@
-"""Incompatibility signatures (kit.signatures), their reports and `mxcompat compare`, from hand-built records."""
+"""Incompatibility signatures (kit.results.signatures), their reports and `mxcompat compare`, from built records."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 import pytest
 
 from conftest import run_cli
-from kit import reports
+from kit.results import reports
 from kit.common import artifacts
 from kit.common.record_schema import new_record
-from kit.compare import compare_groups, lines
-from kit.signatures import group_records, normalize, signature, signature_id
+from kit.results.compare import compare_groups, lines
+from kit.results.signatures import group_records, normalize, signature, signature_id
 
 # verbatim reasons of the demo run (1.0.0.post4 ... 2.0.0b1), one per fact, in the forms each load path words them
 LAYOUT_EXPORT = "MXNetError: Cannot find argument 'layout', Possible Arguments:"
@@ -227,7 +227,7 @@ def test_the_compare_command_exits_1_on_a_new_backward_signature_and_2_on_a_miss
 
 
 def test_summary_md_opens_with_the_headline_and_links_notebooks_from_the_run_folder(tmp_path):
-    from kit.records import classify
+    from kit.results.records import classify
 
     run_dir = tmp_path / "r1"
     run_dir.mkdir()

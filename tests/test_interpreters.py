@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kit.common.errors import InterpreterNotFoundError, UsageError
-from kit.interpreters import InterpreterFinder
+from kit.envs.interpreters import InterpreterFinder
 
 
 def fake_python(path: Path, version: str, works: bool = True) -> Path:

@@ -28,7 +28,7 @@ def lab_run(built_envs, kit_home, tmp_path_factory):
 
 def test_jupyterlab_offers_every_release_kernel_and_runs_a_cell_in_each(lab_run, built_envs, kit_home, tmp_path):
     from kit.home import KitHome
-    from kit.kernelspecs import kernel_names, read_kernelspec
+    from kit.envs.kernelspecs import kernel_names, read_kernelspec
 
     home = KitHome(kit_home)
     expected = {name: read_kernelspec(home, name)["display_name"] for name in kernel_names(home)}

@@ -373,7 +373,7 @@ def test_a_broken_step_exits_3_and_the_run_goes_on(first_run, kit_home, tmp_path
 
 
 def test_two_runs_on_one_run_id_are_refused(first_run, kit_home):
-    from kit.runs import Run
+    from kit.results.runs import Run
 
     held = Run(first_run["runs"], "first")
     held.lock()

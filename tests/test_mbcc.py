@@ -21,9 +21,9 @@ from kit import store as store_mod
 from kit.common import artifacts
 from kit.common.capabilities import APIS, MBCC_MODELS
 from kit.common.errors import UsageError
-from kit.envs import EnvManager
+from kit.envs.manager import EnvManager
 from kit.home import KitHome
-from kit.mbcc import CHECKER_MODELS, converter_env, import_mbcc, read_layout, release_for
+from kit.foreign.mbcc import CHECKER_MODELS, converter_env, import_mbcc, read_layout, release_for
 
 envs = pytest.mark.envs  # the tests that build environments and run MXNet; the layout rules need neither
 

@@ -1,6 +1,6 @@
 """The migrating-to-2.0 table, from records (host logic only: no environments)."""
 
-from kit import migration
+from kit.results import migration
 
 
 def _rec(saved, model, api, loaded, verdict, path=None, reason=None, attempts=()):

@@ -11,7 +11,7 @@ import click
 import yaml
 
 from kit.cli import main
-from kit.records import load_allow_list
+from kit.results.records import load_allow_list
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"

@@ -6,13 +6,13 @@ import pytest
 
 from kit import store as store_mod
 from kit.common.errors import UsageError
-from kit.executors import EXECUTORS, executor_class, get_executor
+from kit.execute.executors import EXECUTORS, executor_class, get_executor
 from kit.home import KitHome
-from kit.local_executor import LocalExecutor
-from kit.plan import plan, waves
-from kit.request import RunRequest
-from kit.runs import Run
-from kit.steps import Step
+from kit.execute.local_executor import LocalExecutor
+from kit.orchestrate.plan import plan, waves
+from kit.orchestrate.request import RunRequest
+from kit.results.runs import Run
+from kit.execute.steps import Step
 
 
 def _plan(tmp_path, **req):
@@ -132,8 +132,8 @@ def test_a_reload_only_plan_has_no_train_steps_and_checks_every_model_in_the_sto
 
 
 def test_environments_are_needed_only_where_steps_run(tmp_path, monkeypatch):
-    from kit import request as request_mod
-    from kit.envs import EnvManager
+    from kit.orchestrate import request as request_mod
+    from kit.envs.manager import EnvManager
 
     manager = EnvManager(KitHome(tmp_path / "home"))
     ready = {"1.9.1"}
@@ -151,7 +151,7 @@ def test_environments_are_needed_only_where_steps_run(tmp_path, monkeypatch):
 
 
 def test_load_releases_older_than_every_saving_release_are_named_not_dropped(tmp_path):
-    from kit.plan import unchecked
+    from kit.orchestrate.plan import unchecked
 
     req = RunRequest(save=["1.4.1", "1.9.1"], load=["1.0.0.post4", "1.2.1", "1.4.1", "1.9.1"])
     _, steps = _plan(tmp_path, save=req.save, load=req.load)

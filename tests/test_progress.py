@@ -9,10 +9,10 @@ import time
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from kit import kernelspecs
+from kit.envs import kernelspecs
 from kit.home import KitHome
-from kit.notebooks import run_notebook
-from kit.progress import LiveProgress, StepProgress, progress_path, read
+from kit.execute.notebooks import run_notebook
+from kit.execute.progress import LiveProgress, StepProgress, progress_path, read
 
 
 class Recorder(StepProgress):

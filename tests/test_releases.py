@@ -1,6 +1,6 @@
 import pytest
 
-from kit import releases
+from kit.envs import releases
 from kit.common.errors import UnknownReleaseError, UsageError
 
 

@@ -301,7 +301,7 @@ def test_a_step_failure_is_one_line_naming_its_cause():
     from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
-    from kit.steps import root_cause
+    from kit.execute.steps import root_cause
 
     cell = PapermillExecutionError(
         cell_index=6, exec_count=5, source="save()", ename="OSError",
@@ -356,7 +356,7 @@ def test_strays_are_ended_by_their_recorded_pids_only(tmp_path):
     """A record whose parent is gone: its live processes end; a reused PID (another start time) is spared."""
     import psutil
 
-    from kit import reaper
+    from kit.execute import reaper
 
     stray = subprocess.Popen(["sleep", "300"])
     bystander = subprocess.Popen(["sleep", "300"])

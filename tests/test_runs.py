@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from kit.runs import Run
+from kit.results.runs import Run
 
 
 def test_sweep_removes_only_the_temporary_files_of_dead_writers(tmp_path):
@@ -23,7 +23,7 @@ def test_sweep_removes_only_the_temporary_files_of_dead_writers(tmp_path):
 def test_latest_links_the_newest_run_and_the_summary_finds_it_from_anywhere(tmp_path, monkeypatch):
     import pytest
 
-    from kit import summary
+    from kit.results import summary
     from kit.common.errors import UsageError
 
     for run_id in ("r1", "r2"):
@@ -48,7 +48,7 @@ def test_latest_links_the_newest_run_and_the_summary_finds_it_from_anywhere(tmp_
 def test_reproduce_commands_carry_every_option_that_changes_a_verdict():
     import shlex
 
-    from kit.request import reproduce_command
+    from kit.results.reports import reproduce_command
 
     request = {
         "save": ["1.0.0.post4", "1.9.1"],

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from kit import releases, selection
+from kit.envs import releases
+from kit.envs import selection
 from kit.common.errors import UsageError
 from kit.common.versions import release_key
-from kit.envs import MARKER, EnvManager
+from kit.envs.manager import MARKER, EnvManager
 from kit.home import KitHome
 
 TABLE = sorted(releases.RELEASES, key=release_key)

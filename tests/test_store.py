@@ -12,8 +12,8 @@ import pytest
 from conftest import NEWEST, OLDEST, read_records, run_cli
 from kit import store as store_mod
 from kit.home import KitHome
-from kit.notebooks import NOTEBOOKS, run_notebook
-from kit.s3_store import S3Store
+from kit.execute.notebooks import NOTEBOOKS, run_notebook
+from kit.store.s3 import S3Store
 
 
 def make_bucket(name: str) -> str:

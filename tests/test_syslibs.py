@@ -1,6 +1,6 @@
 import pytest
 
-from kit import syslibs
+from kit.envs import syslibs
 from kit.common.errors import MissingSystemLibraryError
 
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import NEWEST, OLDEST
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.notebooks import NOTEBOOKS, run_notebook
+from kit.execute.notebooks import NOTEBOOKS, run_notebook
 
 pytestmark = pytest.mark.envs
 

@@ -1,6 +1,6 @@
 """Files of MXNet's nightly backwards-compatibility checker (MBCC) as kit artifacts, in a release's kernel.
 
-The host (``kit.mbcc``) reads the checker's layout, ``<mx.__version__>/<model_name>/<model_name>-...``,
+The host (``kit.foreign.mbcc``) reads the checker's layout, ``<mx.__version__>/<model_name>/<model_name>-...``,
 decides which kit model and API each model folder is (see ``kit.kernel.mbcc_models``) and stages one
 folder per artifact; this module, run as ``python -m kit.kernel.mbcc_import JOBS.json`` in a ready
 environment, fills each staged folder: the checker's files copied under their own names, the

@@ -584,7 +584,7 @@ class LegacyParamsFormat(Remedy):
     edits_artifact = True
     user_code = """
 import numpy as np, mxnet as mx  # in the 1.x release
-saved = np.load("{params}")  # 2.0 writes parameters as a numpy .npz
+saved = np.load("{params}", allow_pickle=False)  # 2.0 writes parameters as a numpy .npz
 mx.nd.save("{params}", dict((k, mx.nd.array(saved[k], dtype=saved[k].dtype)) for k in saved.files))
 """
 

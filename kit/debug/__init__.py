@@ -1,0 +1,1 @@
+"""When a cell is red: investigate it layer by layer, bisect releases, bundle evidence, convert with a remedy."""

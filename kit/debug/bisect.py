@@ -1,0 +1,180 @@
+"""Which release introduced a change: binary search over the releases between a good and a bad one."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kit.envs import releases
+from kit.common import artifacts
+from kit.envs.manager import EnvManager
+from kit.common.errors import KitError, UsageError
+from kit.home import KitHome
+from kit.common.capabilities import APIS, MODEL_NAMES
+from kit.common.verdicts import PASSING, UNSUPPORTED
+from kit.common.versions import release_key
+from kit.orchestrate.plan import release_step
+from kit.results.runs import Run, new_run_id, runs_dir
+from kit.execute.steps import execute_step
+
+
+def verdict_class(verdict: str) -> str:
+    return "pass" if verdict in PASSING else ("unsupported" if verdict == UNSUPPORTED else "fail")
+
+
+@dataclass
+class BisectResult:
+    run_dir: Path
+    releases: list[str]
+    probes: list[tuple[str, str]] = field(default_factory=list)  # (release, verdict), in probe order
+    first_changed: str | None = None
+    last_unchanged: str | None = None
+
+    @property
+    def reloads(self) -> int:
+        return len(self.probes)
+
+
+def releases_between(good: str, bad: str) -> list[str]:
+    """Table releases from ``good`` to ``bad`` inclusive, ordered from good to bad (either direction)."""
+    for r in (good, bad):
+        releases.get(r)
+    names = releases.known_names()
+    lo, hi = sorted((names.index(good), names.index(bad)))
+    span = names[lo : hi + 1]
+    return span if release_key(good) <= release_key(bad) else list(reversed(span))
+
+
+def bisect(
+    model: str,
+    api: str,
+    good: str,
+    bad: str,
+    *,
+    saved_with: str | None = None,
+    store: str | None = None,
+    run_id: str | None = None,
+    runs_root: str | Path | None = None,
+    home: KitHome | None = None,
+    allow_fallback: bool = False,
+    on_event: Callable[[str], None] = print,
+) -> BisectResult:
+    """Name the first release, walking from ``good`` to ``bad``, whose verdict on the artifact changes.
+
+    The artifact is (``saved_with`` or ``good``, model, api) from ``store``; it is trained
+    first when missing. ``good`` is taken as good (not reloaded); ``bad`` is reloaded
+    once, then each probe halves the interval: at most ceil(log2 n) + 1 reloads for n
+    releases. Environments are created as probes need them.
+    """
+    if model not in MODEL_NAMES or api not in APIS:
+        raise UsageError(
+            f"unknown model or API: {model}/{api}", hint=f"models: {', '.join(MODEL_NAMES)}; APIs: {', '.join(APIS)}"
+        )
+    home = home or KitHome()
+    span = releases_between(good, bad)
+    if len(span) < 2:
+        raise UsageError("--good and --bad must be two different releases")
+    saved_with = saved_with or good
+    releases.get(saved_with)
+    store_dir = Path(store).expanduser().resolve() if store else home.root / "store"
+    run = Run(runs_root or runs_dir(), run_id or f"bisect-{new_run_id()}")
+    if run.exists():
+        raise UsageError(f"run {run.id} already exists")
+    run.lock()
+    try:
+        run.write_manifest(
+            {
+                "run_id": run.id,
+                "kind": "bisect",
+                "model": model,
+                "api": api,
+                "good": good,
+                "bad": bad,
+                "saved_with": saved_with,
+                "store": str(store_dir),
+                "releases": span,
+            }
+        )
+        manager = EnvManager(home)
+        result = BisectResult(run.dir, span)
+        _ensure_env(manager, saved_with, allow_fallback, on_event)
+        if not (store_dir / saved_with / model / api / "manifest.json").is_file():
+            on_event(f"training {model}/{api} in {saved_with} first")
+            _step(
+                run,
+                home,
+                "train",
+                saved_with,
+                {"release": saved_with, "models": [model], "apis": [api], "store": str(store_dir)},
+            )
+
+        def probe(release: str) -> str:
+            _ensure_env(manager, release, allow_fallback, on_event)
+            _step(
+                run,
+                home,
+                "reload",
+                release,
+                {
+                    "release": release,
+                    "store": str(store_dir),
+                    "saved_with": [saved_with],
+                    "models": [model],
+                    "apis": [api],
+                    "run_dir": str(run.dir),
+                    "forward": True,
+                },
+            )
+            record = run.dir / "records" / artifacts.record_name(saved_with, model, api, release)
+            verdict = json.loads(record.read_text())["verdict"]
+            result.probes.append((release, verdict))
+            on_event(f"[{len(result.probes)}] {release}: {verdict}")
+            return verdict
+
+        bad_class = verdict_class(probe(span[-1]))
+        lo, hi = 0, len(span) - 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if verdict_class(probe(span[mid])) == bad_class:
+                hi = mid
+            else:
+                lo = mid
+        result.first_changed, result.last_unchanged = span[hi], span[lo]
+        bound = math.ceil(math.log2(len(span))) + 1
+        summary = {
+            "probes": result.probes,
+            "first_changed": result.first_changed,
+            "last_unchanged": result.last_unchanged,
+            "reloads": result.reloads,
+            "bound": bound,
+            "bad_verdict_class": bad_class,
+        }
+        (run.dir / "bisect.json").write_text(json.dumps(summary, indent=1))
+        return result
+    finally:
+        run.unlock()
+
+
+def _ensure_env(manager: EnvManager, release: str, allow_fallback: bool, on_event) -> None:
+    try:
+        if manager.get(release).state == "ready":
+            return
+    except KitError:
+        pass
+    on_event(f"creating the environment for {release}")
+    plan = manager.plan(manager.resolve(release), allow_fallback=allow_fallback)
+    result = manager.create([plan])[0]
+    if result.error is not None:
+        raise result.error
+
+
+def _step(run: Run, home: KitHome, kind: str, release: str, parameters: dict) -> None:
+    step = release_step(kind, release, run, parameters)
+    result = execute_step(step.to_dict(), str(home.root), str(run.dir / "logs" / f"{kind}-{release}.log"))
+    if result["status"] != "ok":
+        raise KitError(
+            f"{kind} on {release} broke: {(result['error'] or '').strip().splitlines()[-1:]}", hint=f"see {step.output}"
+        )

@@ -1,0 +1,128 @@
+"""Running investigate.ipynb for one cell of a run, on the loading release's kernel, and saying what it found.
+
+A cell whose artifact does not load or run (a load or infer error) is investigated like any other: the
+notebook says what failed and where, which remedies were tried (the run's record says) and compares layer
+by layer under the one that works. The investigation completing is exit 0 whatever it finds, as for a
+numeric regression; a notebook that itself breaks is a :class:`KitError` (exit 3) naming its executed copy.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from papermill.exceptions import PapermillExecutionError
+
+from kit.results.cells import Cell
+from kit.envs.manager import EnvManager
+from kit.common.errors import EnvBuildError, KitError, UsageError
+from kit.common.verdicts import PARAMS_AS_SAVED
+from kit.home import KitHome
+from kit.execute.notebooks import NOTEBOOKS, run_notebook
+from kit.results.runs import Run, runs_dir
+
+
+def investigate_cell(
+    run_id: str,
+    cell: Cell,
+    *,
+    runs_root: str | Path | None = None,
+    home: KitHome | None = None,
+    recompute: bool = False,
+    tolerance: dict | None = None,
+) -> dict:
+    """Execute investigate.ipynb for ``cell`` of run ``run_id``; paths of the notebook and its JSON.
+
+    ``recompute`` evaluates the saving release's internals now, in its own environment,
+    instead of using those recorded at train time.
+    """
+    home = home or KitHome()
+    run = Run(runs_root or runs_dir(), run_id)
+    if not run.exists():
+        raise UsageError(f"no run {run_id} in {run.dir.parent}")
+    manifest = run.read_manifest()
+    store = Path(manifest["store"])
+    artifact = store / cell.saved / cell.model / cell.api
+    if not (artifact / "manifest.json").is_file():
+        raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
+    manager = EnvManager(home)
+    manager.ready_env(cell.loaded)
+    out_dir = run.dir / "investigate"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reference = ""
+    if recompute:
+        saving = manager.ready_env(cell.saved)
+        reference = str(out_dir / f"{cell.slug}.reference.npz")
+        proc = subprocess.run(
+            [str(saving.python), "-m", "kit.kernel.recompute", str(artifact), reference, cell.saved],
+            capture_output=True,
+            text=True,
+            cwd=str(saving.path),
+            timeout=600,
+        )
+        if proc.returncode != 0:
+            raise EnvBuildError(
+                f"computing {cell.saved}'s internals failed: " + (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            )
+    notebook = out_dir / f"{cell.slug}.ipynb"
+    out_json = out_dir / f"{cell.slug}.json"
+    out_json.unlink(missing_ok=True)  # an earlier investigation's findings are not this one's
+    record = run.dir / "records" / f"{cell.slug}.json"
+    try:
+        run_notebook(
+            NOTEBOOKS / "investigate.ipynb",
+            notebook,
+            f"mxnet-{cell.loaded}",
+            {
+                "release": cell.loaded,
+                "store": str(store),
+                "model": cell.model,
+                "api": cell.api,
+                "saved_with": cell.saved,
+                "tolerance": tolerance or manifest["request"].get("tolerance") or {},
+                "reference": reference,
+                "record": str(record) if record.is_file() else "",
+                "out_json": str(out_json),
+            },
+            home=home,
+        )
+    except PapermillExecutionError as e:
+        raise KitError(
+            f"investigate.ipynb stopped in cell {e.cell_index} on kernel mxnet-{cell.loaded}: {e.ename}: "
+            + (e.evalue.strip().splitlines() or [""])[0],
+            hint=f"the executed notebook shows the cell and its traceback: {notebook}",
+        ) from e
+    return {"notebook": notebook, "json": out_json}
+
+
+def report_lines(result: dict, notebook: str | Path) -> list[str]:
+    """What ``mxcompat investigate`` prints: for a cell that does not load or run, what failed and where, the
+    remedies tried and the layers under the one that works (``message``); then where the difference starts,
+    the parameters not loaded as saved, and the executed notebook."""
+    lines = []
+    failure = result.get("failure")
+    if failure:
+        lines += result["message"].splitlines()
+    under = result.get("compared_under")
+    if result["rows"]:  # the artifact as it is, or under the remedy that works
+        where = f" under remedy {under['name']}" if under else ""
+        first = result["first_divergence"]
+        if first:
+            lines.append(
+                f"first node past tolerance{where}: #{first['index']} {first['node']} (op {first['op']}, "
+                f"max abs {first.get('max_abs')})"
+            )
+        else:
+            lines.append(f"no node past tolerance{where} ({len(result['rows'])} nodes)")
+        if result.get("node_matching", "by name") != "by name":
+            lines.append(f"nodes matched {result['node_matching']}")
+        if result["parameters"] is None:
+            lines.append("the artifact records no table of its saved parameters")
+        else:
+            changed = [p for p in result["parameters"] if p["status"] not in PARAMS_AS_SAVED]
+            lines.append(
+                f"{len(changed)} parameter(s) not loaded as saved"
+                + (": " + ", ".join(f"{p['name']} ({p['status']})" for p in changed) if changed else "")
+            )
+    lines.append(f"notebook: {notebook}")
+    return lines

@@ -1,0 +1,1 @@
+"""MXNet environments: the release table, interpreters, uv, system libraries, kernelspecs, release selection."""

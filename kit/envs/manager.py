@@ -1,0 +1,457 @@
+"""One virtualenv per MXNet release, each registered as Jupyter kernel ``mxnet-<name>``.
+
+An environment is *ready* only once its marker file is written, which is the
+last step of a build after MXNet was imported and ran a forward pass; a build
+that is interrupted leaves a folder without a marker, reported *incomplete* and
+rebuilt by the next ``create``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kit
+from kit.envs import child_env
+from kit.envs import kernelspecs
+from kit.envs import releases
+from kit.envs import syslibs
+from kit.common.artifacts import write_json_atomic
+from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
+from kit.home import REPO_ROOT, KitHome
+from kit.envs.interpreters import Interpreter, InterpreterFinder
+from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release, sort_key
+from kit.envs.releases import Release
+from kit.envs.uv import run_logged, uv_binary
+
+MARKER = "mxcompat-env.json"
+PTH_NAME = "mxcompat-kit.pth"
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What building one environment takes, decided before any work starts."""
+
+    release: Release
+    interpreter: Interpreter
+    fallback: bool
+
+    @property
+    def name(self) -> str:
+        return self.release.name
+
+    def install_steps(self) -> list[InstallStep]:
+        """What to install, in order: MXNet with its kernel and plotting packages, then pandas where it installs."""
+        ipykernel = releases.ipykernel_for(self.interpreter.minor)
+        libs = releases.debugging_libs_for(self.interpreter.minor)
+        matplotlib, pandas = ([libs[0]], [libs[1]]) if libs else ([], [])
+        if self.fallback:
+            fb = self.release.fallback
+            base = [InstallStep(list(fb.no_deps), no_deps=True)]
+            reqs = list(fb.requirements)
+        else:
+            base, reqs = [], list(self.release.requirements)
+        steps = base + [InstallStep(reqs + [ipykernel] + matplotlib)]
+        if pandas:
+            # numpy pinned again: pandas must not move the release's numpy to install itself
+            numpy_pins = [r for r in reqs if r.replace(" ", "").lower().startswith("numpy")]
+            steps.append(InstallStep(numpy_pins + pandas, optional=True))
+        return steps
+
+
+@dataclass(frozen=True)
+class InstallStep:
+    """One ``uv pip install``; an optional step that fails is noted in the marker and the build goes on."""
+
+    requirements: list[str]
+    no_deps: bool = False
+    optional: bool = False
+
+    def to_dict(self) -> dict:
+        return {"requirements": list(self.requirements), "no_deps": self.no_deps, "optional": self.optional}
+
+
+@dataclass
+class Env:
+    """An environment folder as found on disk."""
+
+    name: str
+    path: Path
+    marker: dict | None
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+    @property
+    def kernel_name(self) -> str:
+        return kernelspecs.KERNEL_PREFIX + self.name
+
+    @property
+    def state(self) -> str:
+        if self.marker is None:
+            return "incomplete"
+        return "ready" if self.python.exists() else "broken"
+
+    @property
+    def release(self) -> Release | None:
+        return Release.from_dict(self.marker["release"]) if self.marker else None
+
+    @property
+    def fallback(self) -> bool:
+        return bool(self.marker and self.marker.get("fallback"))
+
+    def info(self, key: str, default=None):
+        probe = (self.marker or {}).get("probe") or {}
+        return probe.get(key, default)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for root, _dirs, files in os.walk(self.path):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(root, f)).st_size
+                except OSError:
+                    pass
+        return total
+
+
+@dataclass
+class Health:
+    name: str
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    probe: dict | None = None
+
+
+@dataclass
+class BuildResult:
+    name: str
+    status: str  # created, exists, failed
+    seconds: float
+    error: KitError | None = None
+    notes: list[str] = field(default_factory=list)  # what an optional install step left out, and why
+
+
+#: run by an environment's interpreter on folders and files: writes their bytecode, skips what does not compile
+COMPILE_ALL = (
+    "import compileall, os, sys\n"
+    "for p in sys.argv[1:]:\n"
+    "    compileall.compile_dir(p, quiet=2, workers=0) if os.path.isdir(p) else compileall.compile_file(p, quiet=2)\n"
+)
+
+
+class EnvManager:
+    """Creates, lists, verifies and removes the kit's environments."""
+
+    def __init__(self, home: KitHome | None = None, finder: InterpreterFinder | None = None):
+        self.home = home or KitHome()
+        self.finder = finder or InterpreterFinder()
+
+    # -- looking up ---------------------------------------------------------------------------
+    def list(self) -> list[Env]:
+        if not self.home.envs.is_dir():
+            return []
+        envs = [self._load(p) for p in self.home.envs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        return sorted(envs, key=_env_sort_key)
+
+    def get(self, name: str) -> Env:
+        path = self.home.env_dir(name)
+        if not path.is_dir():
+            raise EnvNotFoundError(
+                f"no environment {name!r} in {self.home.envs}", hint=f"create it with `mxcompat env create {name}`"
+            )
+        return self._load(path)
+
+    def ready_env(self, name: str) -> Env:
+        env = self.get(name)
+        if env.state != "ready":
+            raise EnvNotFoundError(
+                f"environment {name!r} is {env.state}", hint=f"rebuild it with `mxcompat env create {name}`"
+            )
+        return env
+
+    def resolve(self, name: str) -> Release:
+        """A release by name: the table's, or a custom one created earlier."""
+        if name in releases.RELEASES:
+            return releases.RELEASES[name]
+        path = self.home.env_dir(name)
+        if path.is_dir():
+            env = self._load(path)
+            if env.release is not None:
+                return env.release
+        return releases.get(name)  # raises with the list of known releases
+
+    def _load(self, path: Path) -> Env:
+        marker = None
+        try:
+            marker = json.loads((path / MARKER).read_text())
+        except (OSError, ValueError):
+            pass
+        return Env(name=path.name, path=path, marker=marker)
+
+    # -- planning -----------------------------------------------------------------------------
+    def plan(self, release: Release, *, allow_fallback: bool = False, python: str | None = None) -> BuildPlan:
+        """Check everything a build needs (interpreter, system libraries) before any work starts."""
+        syslibs.require(release.system_libs, needed_by=release.name)
+        if python:
+            return BuildPlan(
+                release, self.finder.require(release.python, explicit=python, needed_by=release.name), False
+            )
+        interp = self.finder.find(release.python)
+        if interp is not None:
+            return BuildPlan(release, interp, False)
+        if allow_fallback and release.fallback is not None:
+            host = self._fallback_python(release.fallback.python)
+            if host is not None:
+                return BuildPlan(release, host, True)
+        error = self.finder.not_found(release.python, release.name)
+        if release.fallback is None:
+            error.hint += f"; MXNet {release.name} has no documented fallback on another Python"
+        elif not allow_fallback:
+            error.hint += (
+                f"; or pass --allow-fallback to run it on Python {release.fallback.python} "
+                "with --no-deps (recorded as a fallback)"
+            )
+        raise error
+
+    def _fallback_python(self, minor: str) -> Interpreter | None:
+        host = self.finder.find(minor)
+        if host is None and f"{sys.version_info[0]}.{sys.version_info[1]}" == minor:
+            host = Interpreter(sys.executable, tuple(sys.version_info[:3]), "host")
+        return host
+
+    # -- building -----------------------------------------------------------------------------
+    def create(self, plans: list[BuildPlan], *, jobs: int = 2, force: bool = False, on_done=None) -> list[BuildResult]:
+        """Build every plan, up to ``jobs`` at once; one failure does not stop the others."""
+        self.home.envs.mkdir(parents=True, exist_ok=True)
+        self.home.logs.mkdir(parents=True, exist_ok=True)
+        uv = uv_binary()  # resolved once, here: uv's finder is not thread-safe
+        results = []
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(self._build_one, plan, uv, force): plan for plan in plans}
+            for fut in as_completed(futures):
+                plan = futures[fut]
+                try:
+                    result = fut.result()
+                except KitError as e:
+                    result = BuildResult(plan.name, "failed", 0.0, e)
+                except Exception as e:  # a bug or an OS error in one build must not hide the others' results
+                    result = BuildResult(plan.name, "failed", 0.0, EnvBuildError(f"{type(e).__name__}: {e}"))
+                results.append(result)
+                if on_done:
+                    on_done(result)
+        order = {p.name: i for i, p in enumerate(plans)}
+        return sorted(results, key=lambda r: order[r.name])
+
+    def _build_one(self, plan: BuildPlan, uv: str, force: bool) -> BuildResult:
+        started = time.monotonic()
+        with self._lock(plan.name):
+            env = self._load(self.home.env_dir(plan.name)) if self.home.env_dir(plan.name).is_dir() else None
+            if env is not None and not force and self._up_to_date(env, plan):
+                return BuildResult(plan.name, "exists", time.monotonic() - started)
+            try:
+                skipped = self._build(plan, uv)
+            except KitError as e:
+                return BuildResult(plan.name, "failed", time.monotonic() - started, e)
+        notes = [f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in skipped]
+        return BuildResult(plan.name, "created", time.monotonic() - started, notes=notes)
+
+    def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
+        return (
+            env.state == "ready"
+            and env.release == plan.release
+            and env.fallback == plan.fallback
+            and kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None
+            and env.marker.get("install_steps") == [step.to_dict() for step in plan.install_steps()]
+        )
+
+    def _build(self, plan: BuildPlan, uv: str) -> list[dict]:
+        """Build ``plan``'s environment; the optional install steps that failed, with their errors."""
+        path = self.home.env_dir(plan.name)
+        log = self.home.logs / f"env-{plan.name}.log"
+        log.write_text(f"# building {plan.name} on {plan.interpreter.path} (fallback={plan.fallback})\n")
+        started = time.monotonic()
+        kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)
+        if path.exists():
+            shutil.rmtree(path)
+        run_logged(
+            [uv, "venv", "--quiet", "--python", plan.interpreter.path, str(path)],
+            log,
+            what=f"creating the virtualenv for {plan.name}",
+        )
+        python = str(path / "bin" / "python")
+        skipped = []
+        for step in plan.install_steps():
+            argv = [uv, "pip", "install", "--python", python] + (["--no-deps"] if step.no_deps else [])
+            what = f"installing {' '.join(step.requirements)} for {plan.name}"
+            try:
+                run_logged(argv + step.requirements, log, what=what)
+            except EnvBuildError as e:
+                if not step.optional:
+                    raise
+                skipped.append({"requirements": step.requirements, "error": str(e)})
+        purelib = (
+            run_logged(
+                [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                log,
+                what="locating site-packages",
+            )
+            .strip()
+            .splitlines()[-1]
+        )
+        Path(purelib, PTH_NAME).write_text(str(REPO_ROOT) + "\n")
+        # bytecode now: a kernel imports IPython, mxnet and the kit at every start, and compiles them from source
+        # each time where no .pyc gets written (PYTHONDONTWRITEBYTECODE); uv's --compile-bytecode needs Python 3.7+.
+        # A file another Python's syntax (a py2-only module in a package) is skipped.
+        run_logged(
+            [
+                python,
+                "-c",
+                COMPILE_ALL,
+                purelib,
+                *(str(REPO_ROOT / "kit" / p) for p in ("__init__.py", "common", "kernel")),
+            ],
+            log,
+            what=f"compiling {plan.name}'s packages to bytecode",
+        )
+        probe = self._probe(Env(plan.name, path, None), log)
+        steps = [step.to_dict() for step in plan.install_steps()]
+        problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
+        if problems:
+            raise EnvBuildError(
+                f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
+            )
+        fb = " fallback" if plan.fallback else ""
+        kernelspecs.write_kernelspec(
+            self.home,
+            plan.release.kernel_name,
+            python,
+            display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
+            metadata={"release": plan.name, "fallback": plan.fallback},
+            # a custom release's name is no version: the kernel checks MXNet against the one it must report
+            env={RELEASE_VERSION_VARIABLE: plan.release.expected_version or ""} if plan.release.custom else None,
+        )
+        marker = {
+            "release": plan.release.to_dict(),
+            "fallback": plan.fallback,
+            "interpreter": {
+                "path": plan.interpreter.path,
+                "version": list(plan.interpreter.version),
+                "source": plan.interpreter.source,
+            },
+            "probe": probe,
+            "install_steps": steps,
+            "skipped_optional": skipped,
+            "kit_version": kit.__version__,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "build_seconds": round(time.monotonic() - started, 2),
+        }
+        write_json_atomic(str(path / MARKER), marker)
+        return skipped
+
+    def _probe(self, env: Env, log: Path | None = None) -> dict:
+        """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit."""
+        argv = [str(env.python), "-m", "kit.kernel.probe", env.name]
+        if log is not None:
+            out = run_logged(
+                argv, log, what=f"probing {env.name}", env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
+            )
+        else:
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
+            )
+            if proc.returncode != 0:
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise EnvBuildError(f"probe failed in {env.name}: {tail[0]}")
+            out = proc.stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    @contextmanager
+    def _lock(self, name: str):
+        lock_path = self.home.envs / f".{name}.lock"
+        with open(lock_path, "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise EnvBuildError(
+                    f"another process is building environment {name!r}",
+                    hint="wait for it to finish, then run the command again",
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    # -- removing and verifying ---------------------------------------------------------------
+    def remove(self, name: str) -> None:
+        env = self.get(name)
+        with self._lock(name):
+            kernelspecs.remove_kernelspec(self.home, env.kernel_name)
+            shutil.rmtree(env.path)
+        (self.home.envs / f".{name}.lock").unlink(missing_ok=True)
+
+    def doctor(self, names: list[str] | None = None, *, jobs: int = 2, on_done=None) -> list[Health]:
+        """Re-verify each environment: marker, kernelspec, MXNet import and version, a forward pass."""
+        envs = [self.get(n) for n in names] if names else self.list()
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            healths = list(pool.map(self._check, envs))
+        if on_done:
+            for h in healths:
+                on_done(h)
+        return healths
+
+    def _check(self, env: Env) -> Health:
+        if env.state != "ready":
+            return Health(env.name, False, [f"environment is {env.state} (an interrupted or failed build)"])
+        problems = []
+        spec = kernelspecs.read_kernelspec(self.home, env.kernel_name)
+        if spec is None:
+            problems.append(f"kernel {env.kernel_name} is not registered")
+        elif spec["argv"][0] != str(env.python):
+            problems.append(f"kernel {env.kernel_name} points at {spec['argv'][0]}, not {env.python}")
+        try:
+            probe = self._probe(env)
+        except (EnvBuildError, ValueError, subprocess.TimeoutExpired) as e:
+            return Health(env.name, False, problems + [str(e)])
+        expected = _expected_libs(env.marker.get("install_steps", []), env.marker.get("skipped_optional", []))
+        problems += _probe_problems(probe, env.release, expected)
+        return Health(env.name, not problems, problems, probe)
+
+
+def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:
+    """The debugging libraries a build installed: those its steps asked for, less the optional ones that failed."""
+    left_out = {r for s in skipped for r in s["requirements"]}
+    asked = {r for s in steps for r in s["requirements"] if r not in left_out}
+    return {lib for lib in ("matplotlib", "pandas") if any(r.startswith(lib + "==") for r in asked)}
+
+
+def _probe_problems(probe: dict, release: Release, expected_libs: set[str] = frozenset()) -> list[str]:
+    problems = []
+    for lib, does in (("matplotlib", "draw"), ("pandas", "render a table")):
+        if lib in expected_libs and probe.get(lib) is None:
+            problems.append(f"{lib} does not {does}: {probe.get(lib + '_error', 'unknown error')}")
+    if probe.get("mxnet") is None:
+        problems.append(f"mxnet does not import: {probe.get('mxnet_error', 'unknown error')}")
+        return problems
+    if release.expected_version and not same_release(release.expected_version, probe["mxnet"]):
+        problems.append(f"mxnet reports {probe['mxnet']}, expected {release.expected_version}")
+    if not probe.get("forward_ok"):
+        problems.append(
+            "forward pass failed: "
+            + str(probe.get("forward_error") or f"max abs error {probe.get('forward_max_abs_error')}")
+        )
+    return problems
+
+
+def _env_sort_key(env: Env):
+    return sort_key(env.name)

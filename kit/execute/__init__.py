@@ -1,0 +1,1 @@
+"""Executing steps: one notebook on one release's kernel, and the executors (local pool, Dask) that run them."""

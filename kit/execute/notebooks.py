@@ -1,0 +1,169 @@
+"""Executing a notebook on a release's kernel with papermill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import papermill
+from papermill.engines import NBClientEngine, papermill_engines
+
+from kit.envs import kernelspecs
+from kit.home import REPO_ROOT, KitHome
+from kit.execute.progress import StepProgress
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+ENGINE = "mxcompat"
+
+
+class ProgressEngine(NBClientEngine):
+    """papermill's nbclient engine that also tells a :class:`~kit.execute.progress.StepProgress` each cell it starts."""
+
+    @classmethod
+    def execute_managed_notebook(cls, nb_man, kernel_name, progress: StepProgress | None = None, **kwargs):
+        if progress is not None:
+            total = len(nb_man.nb.cells)
+            cell_start = nb_man.cell_start
+
+            def started(cell, cell_index=None, **kw):
+                progress.cell_started(cell_index or 0, total)
+                return cell_start(cell, cell_index, **kw)
+
+            nb_man.cell_start = started
+            kwargs["stdout_file"] = progress
+        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+
+papermill_engines.register(ENGINE, ProgressEngine)
+
+
+_WARM: dict = {}  # kernel name -> a KernelManager whose kernel was started ahead of its step (this process only)
+KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
+#: what a kernel started ahead of its step imports while the previous step runs: its notebook's first imports.
+#: An import that fails here only prints; the notebook's own import then fails with the cause.
+WARM_IMPORTS = {
+    # the notebooks' plots and tables too; pandas only where it installed
+    "release": "import mxnet, kit.kernel.train_run, kit.kernel.reload_run, kit.kernel.plots; "
+    "import matplotlib.figure, matplotlib.backends.backend_agg\n"
+    "try:\n    import pandas\nexcept ImportError:\n    pass",
+    kernelspecs.HOST_KERNEL: "import kit.results.summary",
+}
+
+
+def warm_arguments(kernel_name: str) -> list[str]:
+    """The kernel's command-line arguments when it starts ahead of its step."""
+    kind = kernel_name if kernel_name == kernelspecs.HOST_KERNEL else "release"
+    # -c (InteractiveShellApp.code_to_run) is one string in every IPython; a list trait's syntax is not
+    return KERNEL_ARGS + ["-c", WARM_IMPORTS[kind]]
+
+
+def prestart(kernel_name: str, home: KitHome | None = None) -> None:
+    """Start a kernel now, for the next notebook that runs on ``kernel_name`` in this process.
+
+    A kernel takes about 1.5 s to come up and its ``import mxnet`` as long again; starting it,
+    imports included, while the previous step runs takes both off the wall time of sequential runs.
+    """
+    if kernel_name in _WARM:
+        return
+    from jupyter_core.utils import run_sync
+
+    km = kernelspecs.kernel_manager(home or KitHome(), kernel_name)
+    try:
+        run_sync(km.start_kernel)(extra_arguments=warm_arguments(kernel_name))
+    except Exception:  # noqa: BLE001 - a failed prestart only means the step starts its own kernel
+        return
+    _WARM[kernel_name] = km
+
+
+def shutdown_warm() -> None:
+    """End every kernel started ahead of a step that did not come."""
+    while _WARM:
+        _shutdown(_WARM.popitem()[1])
+
+
+def _take_warm(kernel_name: str):
+    from jupyter_core.utils import run_sync
+
+    km = _WARM.pop(kernel_name, None)
+    if km is not None and not run_sync(km.is_alive)():
+        return None
+    return km
+
+
+def run_notebook(
+    notebook: str | Path,
+    output: str | Path,
+    kernel_name: str,
+    parameters: dict,
+    *,
+    home: KitHome | None = None,
+    cwd: str | Path | None = None,
+    start_timeout: int = 180,
+    execution_timeout: int | None = None,
+    progress: StepProgress | None = None,
+):
+    """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
+
+    The executed copy records the kernel it ran on, so opening it in Jupyter picks
+    that release's kernel. papermill's error (``PapermillExecutionError``) is raised
+    after the executed copy, with the failing cell, is written. ``progress`` learns each cell
+    started and the kernel's printed lines.
+    """
+    home = home or KitHome()
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    km = None if cwd else _take_warm(kernel_name)  # a warm kernel runs in this process's folder
+    if km is None:
+        km = kernelspecs.kernel_manager(home, kernel_name)  # nbclient starts it (in cwd)
+    try:
+        return papermill.execute_notebook(
+            str(notebook),
+            str(output),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            cwd=str(cwd) if cwd else None,
+            engine_name=ENGINE,
+            progress_bar=False,
+            start_timeout=start_timeout,
+            execution_timeout=execution_timeout,
+            km=km,
+            progress=progress,
+        )
+    finally:
+        _shutdown(km)  # nbclient leaves a kernel manager it was given running
+        _record_kernel(output, home, kernel_name)
+
+
+def _shutdown(km) -> None:
+    from jupyter_core.utils import run_sync
+
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(_kill_now)(km)
+            run_sync(km.shutdown_kernel)(now=True)  # finds it dead: only cleans up
+    except Exception:  # noqa: BLE001 - it may have died already
+        pass
+
+
+async def _kill_now(km) -> None:
+    """SIGKILL the kernel and wait for it in 5 ms polls (shutdown_kernel's are 100 ms: 0.1 s a step)."""
+    import asyncio
+
+    await km.provisioner.kill()
+    for _ in range(1000):
+        if await km.provisioner.poll() is not None:
+            return
+        await asyncio.sleep(0.005)
+
+
+def _record_kernel(output: Path, home: KitHome, kernel_name: str) -> None:
+    if not output.exists():
+        return
+    spec = kernelspecs.read_kernelspec(home, kernel_name) or {}
+    nb = nbformat.read(output, as_version=4)
+    nb.metadata["kernelspec"] = {
+        "name": kernel_name,
+        "display_name": spec.get("display_name", kernel_name),
+        "language": "python",
+    }
+    nbformat.write(nb, output)

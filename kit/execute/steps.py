@@ -1,0 +1,304 @@
+"""A step: one notebook run on one kernel with its parameters, the unit every executor runs.
+
+A step's inputs and outputs live in the store and the run folder, so the same
+step can run in a local process or on another machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from kit.envs import child_env
+
+
+RETRYABLE = (
+    "Kernel died before replying",
+    "Kernel didn't respond",
+    "Address already in use",
+    "Timeout waiting for kernel",
+    "Kernel not responding",
+    "Kernel died",
+)
+ATTEMPTS = 3
+
+
+@dataclass
+class Step:
+    id: str  # train:1.4.1, reload:1.9.1, summary
+    kind: str
+    release: str | None
+    notebook: str
+    output: str
+    kernel: str
+    parameters: dict
+    depends_on: list[str] = field(default_factory=list)
+    progress: str | None = None  # the file its live progress goes to (kit.execute.progress)
+
+    @property
+    def runs_on_host(self) -> bool:
+        """A step of no release (the summary) reads the run folder: it runs on this machine, whatever the executor."""
+        return self.release is None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class StepResult:
+    id: str
+    status: str  # ok, failed, cached
+    seconds: float
+    attempts: int = 1
+    error: str | None = None
+    error_type: str | None = None
+    deaths: int = 0  # kernels that died and were restarted after the artifact that killed them
+    started_at: str | None = None  # UTC, to the millisecond
+    cause: str | None = None  # a failure's root cause in one line (see root_cause)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def root_cause(exc: BaseException) -> str:
+    """A step's failure in one line: the failing cell's exception type and message (errno named, e.g.
+    ``OSError: [Errno 28 ENOSPC] No space left on device: '/store/x' (cell 5)``), or the kernel's death."""
+    import errno
+    import re
+
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        text = f"{exc.ename}: {exc.evalue} (cell {exc.exec_count})"
+    elif is_dead_kernel(exc):
+        text = f"the kernel died ({type(exc).__name__}: {str(exc).strip() or 'no message'})"
+    else:
+        text = traceback.format_exception_only(type(exc), exc)[-1]
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # IPython's colours
+    text = re.sub(
+        r"\[Errno (\d+)\]", lambda m: f"[Errno {m.group(1)} {errno.errorcode.get(int(m.group(1)), '?')}]", text
+    )
+    return " ".join(text.split())[:500]
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Kernel start failures of parallel runs (port races, slow starts) are retried; cell errors are not."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        return False
+    text = f"{type(exc).__name__}: {exc}"
+    return any(marker in text for marker in RETRYABLE) or type(exc).__name__ in ("ZMQError", "TimeoutError")
+
+
+@contextlib.contextmanager
+def _output_to(log_path: str):
+    """Send this process's stdout and stderr, and so its kernels' (MXNet's native logs), to ``log_path``."""
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def execute_step(step: dict, home_root: str, log_path: str | None = None, next_kernels: list[str] = ()) -> dict:
+    """Run one step (in a worker process); never raises, returns a StepResult as a dict.
+
+    ``next_kernels``: the kernels the next steps in this process will need, started now so they
+    are up when those steps begin.
+    """
+    if log_path:
+        with _output_to(log_path):
+            return _execute(step, home_root, next_kernels)
+    return _execute(step, home_root, next_kernels)
+
+
+def warm_kernels(kernels: list[str], home_root: str, log_path: str | None = None) -> None:
+    """Start ``kernels`` in this worker for the steps it will run (see :func:`kit.execute.notebooks.prestart`);
+    what they print natively goes to ``log_path``."""
+    from kit.home import KitHome
+    from kit.execute.notebooks import prestart
+
+    child_env.scrub_for_kernels()
+    with _output_to(log_path) if log_path else contextlib.nullcontext():
+        for name in kernels:
+            prestart(name, KitHome(home_root))
+
+
+def shutdown_warm_kernels() -> None:
+    """End the kernels this worker started for steps that did not come."""
+    from kit.execute.notebooks import shutdown_warm
+
+    shutdown_warm()
+
+
+MAX_KERNEL_DEATHS = 50
+
+
+def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
+    result = _execute_notebook(step, home_root, next_kernels)
+    if step["kind"] == "train" and step["parameters"].get("saved_by") and os.path.isfile(step["output"]):
+        try:
+            keep_train_notebook(step)
+        except (OSError, ValueError) as e:  # the artifacts are saved; the evidence of how must not vanish unsaid
+            result.update(status="failed", error=f"could not keep {step['output']} with its artifacts: {e}")
+            result.update(error_type=type(e).__name__, cause=root_cause(e))
+    return result
+
+
+def keep_train_notebook(step: dict) -> int:
+    """Copy a train step's executed notebook into each artifact it saved (see LocalStore.keep_train_notebook)."""
+    from kit.store import LocalStore
+
+    params = step["parameters"]
+    return LocalStore(params["store"]).keep_train_notebook(step["output"], params["saved_by"], step["release"])
+
+
+def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
+    from kit.home import KitHome
+    from kit.execute.notebooks import prestart, run_notebook
+    from kit.execute.progress import StepProgress
+
+    child_env.scrub_for_kernels()
+    started, started_at = time.monotonic(), precise_now()
+    prestart(step["kernel"], KitHome(home_root))  # no-op when the previous step already started it
+    for name in next_kernels:
+        prestart(name, KitHome(home_root))
+    step = dict(step, parameters=dict(step["parameters"]))
+    attempt = deaths = 0
+    last = None
+    while True:
+        attempt += 1
+        progress = StepProgress(step["progress"], step["id"]) if step.get("progress") else None
+        try:
+            run_notebook(
+                step["notebook"],
+                step["output"],
+                step["kernel"],
+                step["parameters"],
+                home=KitHome(home_root),
+                progress=progress,
+            )
+            return StepResult(
+                step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths, started_at=started_at
+            ).to_dict()
+        except Exception as e:  # every failure is reported; kernel start races are retried
+            last = e
+            if (
+                step["kind"] == "reload"
+                and is_dead_kernel(e)
+                and deaths < MAX_KERNEL_DEATHS
+                and record_dead_kernel(step, e, deaths + 1)
+            ):
+                deaths += 1
+                attempt -= 1
+                step["parameters"]["skip_recorded"] = True  # go on after the artifact that killed it
+                continue
+            if not is_retryable(e) or attempt >= ATTEMPTS:
+                break
+            time.sleep(1.0 * attempt)
+        finally:
+            if progress is not None:
+                progress.close()
+    message = str(last).strip()
+    if not message:
+        message = traceback.format_exception_only(type(last), last)[-1].strip()
+    return StepResult(
+        step["id"],
+        "failed",
+        round(time.monotonic() - started, 2),
+        attempt,
+        error=message[-4000:],
+        error_type=type(last).__name__,
+        cause=root_cause(last),
+        deaths=deaths,
+        started_at=started_at,
+    ).to_dict()
+
+
+def precise_now() -> str:
+    """UTC now, to the millisecond: when a step started."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
+
+
+def is_dead_kernel(exc: BaseException) -> bool:
+    """nbclient's own word that the kernel died while a cell ran."""
+    from nbclient.exceptions import DeadKernelError
+
+    return isinstance(exc, DeadKernelError)
+
+
+def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
+    """Record the artifact a dead kernel was working on; False when no artifact was in flight."""
+    import json
+    from pathlib import Path
+
+    from kit.common import artifacts, record_schema
+
+    records = Path(step["parameters"]["run_dir"]) / "records"
+    marker = records / (artifacts.INFLIGHT % step["release"])
+    if not marker.exists():
+        return False
+    info = json.loads(marker.read_text())
+    inferring = info["phase"] in ("infer", "network_only")
+    verdict = "infer-error" if inferring else "load-error"
+    doing = "inferring" if inferring else "loading"
+    message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
+    cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
+    if info.get("record"):  # it died trying remedies: the cell's own verdict was known and stands
+        rec = info["record"]
+        died = f"the kernel died while trying remedies ({type(exc).__name__}: {str(exc).strip()[:300]})"
+        rec["remedy"] = {"fixed": False, "name": None, "tried": [], "why_none": died, "kernel_died": True}
+        rec.update(loaded_fingerprint=None, checked_at=record_schema.now())
+    else:
+        rec = record_schema.new_record(*cell, info["artifact"], info.get("archived"))
+        rec.update(
+            verdict=verdict,
+            reason=message,
+            error_type="KernelDied",
+            error=message,
+            kernel_died=True,
+            loaded_fingerprint=None,
+            checked_at=record_schema.now(),
+        )
+    artifacts.write_json_atomic(str(records / artifacts.record_name(*cell, info.get("archived"))), rec)
+    marker.unlink()
+    output = Path(step["output"])
+    if output.exists():  # keep the executed notebook of the attempt the kernel died in
+        output.replace(output.with_name(f"{output.stem}.died-{death}{output.suffix}"))
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kit.execute.steps STEP.json HOME [LOG]``: run one step in this process, print its result as JSON.
+
+    A Dask worker runs steps this way, in a child process: the step's environment
+    (no AWS credentials, its own stdout) never touches the worker's.
+    """
+    import json
+
+    args = sys.argv[1:] if argv is None else argv
+    with open(args[0]) as f:
+        step = json.load(f)
+    result = execute_step(step, args[1], args[2] if len(args) > 2 else None)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

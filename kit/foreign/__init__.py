@@ -1,0 +1,1 @@
+"""Models the kit did not train: a user's own checkpoint (check-model), MXNet's own checker's files (MBCC)."""

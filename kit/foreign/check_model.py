@@ -1,0 +1,133 @@
+"""Check your own model: a checkpoint the kit did not train, referenced in one release, reloaded in others."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from kit.envs.manager import EnvManager
+from kit.common.errors import EnvBuildError, UsageError
+from kit.home import KitHome
+from kit.common import artifacts
+from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES
+from kit.common.names import SAFE_NAME
+
+DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
+
+
+def parse_input(text: str) -> dict:
+    """``NAME:SHAPE[:DTYPE]`` (shape as 1,3,224,224 or 1x3x224x224) to ``{"name", "shape", "dtype", "kind"}``."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0]:
+        raise UsageError(f"--input {text!r} is not NAME:SHAPE[:DTYPE]", hint="e.g. --input data:1,3,224,224:float32")
+    try:
+        shape = [int(d) for d in re.split(r"[,x]", parts[1]) if d]
+    except ValueError:
+        raise UsageError(f"--input {text!r}: the shape must be integers, e.g. 1,3,224,224") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise UsageError(f"--input {text!r}: every dimension must be positive (the first one is the batch)")
+    dtype = parts[2] if len(parts) == 3 else "float32"
+    if dtype not in DTYPES:
+        raise UsageError(f"--input {text!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    return {"name": parts[0], "shape": shape, "dtype": dtype, "kind": "float" if dtype.startswith("float") else "int"}
+
+
+def parse_preprocess(text: str | None) -> dict:
+    """``resize=224,224;mean=0.485,0.456,0.406;std=0.229,0.224,0.225;layout=NCHW``."""
+    out: dict = {}
+    for item in filter(None, (text or "").split(";")):
+        key, _, value = item.partition("=")
+        key = key.strip()
+        if key in ("resize", "mean", "std"):
+            try:
+                out[key] = [float(v) if key != "resize" else int(v) for v in value.split(",")]
+            except ValueError:
+                raise UsageError(f"--preprocess {key}= takes comma-separated numbers") from None
+        elif key in ("layout", "dtype"):
+            out[key] = value.strip()
+        else:
+            raise UsageError(f"--preprocess: unknown key {key!r}", hint="use resize, mean, std, layout, dtype")
+    return out
+
+
+def checkpoint_files(prefix: str, epoch: int) -> tuple[Path, Path]:
+    sym, params = Path(f"{prefix}-symbol.json"), Path(f"{prefix}-{epoch:04d}.params")
+    missing = [str(p) for p in (sym, params) if not p.is_file()]
+    if missing:
+        raise UsageError(
+            f"checkpoint files not found: {', '.join(missing)}",
+            hint="PREFIX is the path without -symbol.json; --epoch picks PREFIX-NNNN.params",
+        )
+    return sym, params
+
+
+def prepare(
+    prefix: str,
+    epoch: int,
+    *,
+    name: str | None,
+    reference: str,
+    inputs: list[dict],
+    label_names: list[str],
+    store: Path,
+    home: KitHome,
+    data: str | None = None,
+    image: str | None = None,
+    preprocess: dict | None = None,
+    seed: int = 0,
+) -> dict:
+    """Stage the checkpoint as an artifact of ``reference`` in ``store`` and compute its reference outputs
+    in that release's environment. Problems with the inputs are usage errors, raised before any run."""
+    sym_file, params_file = checkpoint_files(prefix, epoch)
+    name = name or Path(prefix).name
+    if not SAFE_NAME.match(name) or name in MODEL_NAMES:
+        raise UsageError(
+            f"model name {name!r} is not usable",
+            hint="pass --name with letters, digits, '.', '_', '+', '-' that is not a zoo model's name",
+        )
+    if not inputs and not image:
+        raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")
+    for path in (data, image):
+        if path and not Path(path).is_file():
+            raise UsageError(f"file not found: {path}")
+    env = EnvManager(home).ready_env(reference)
+    final = store / reference / name / API
+    staged = Path(artifacts.staging_dir(str(final)))
+    try:
+        shutil.copyfile(sym_file, staged / "model-symbol.json")
+        shutil.copyfile(params_file, staged / "model-0000.params")
+        spec = {
+            "name": name,
+            "inputs": inputs or [{"name": "data", "shape": [1], "dtype": "float32", "kind": "float"}],
+            "label_names": label_names,
+            "data": str(Path(data).resolve()) if data else None,
+            "image": str(Path(image).resolve()) if image else None,
+            "preprocess": preprocess or {},
+            "seed": seed,
+            "source": {"prefix": str(Path(prefix).resolve()), "epoch": epoch},
+        }
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(spec, f)
+        proc = subprocess.run(
+            [str(env.python), "-m", "kit.kernel.foreign", reference, str(staged), f.name],
+            capture_output=True,
+            text=True,
+            cwd=str(env.path),
+            timeout=900,
+        )
+        Path(f.name).unlink()
+        if proc.returncode == 2:
+            problem = json.loads(proc.stdout.strip().splitlines()[-1])
+            raise UsageError(problem["error"], hint=problem.get("hint"))
+        if proc.returncode != 0:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+            raise EnvBuildError(f"computing the reference in MXNet {reference} failed:\n{tail}")
+        archive = Path(artifacts.version_dir(str(store), reference, name, API, "x")).parent
+        artifacts.commit_dir(str(staged), str(final), archive=str(archive))
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return json.loads((final / artifacts.MANIFEST).read_text())

@@ -1,0 +1,288 @@
+"""The matrix, orchestrated: train once per saving release, reload once per loading release, then summarize.
+
+``run_matrix`` checks the request (:mod:`kit.orchestrate.request`) before any work starts, plans its
+steps (:mod:`kit.orchestrate.plan`), runs them wave by wave on their declared dependencies with an
+executor (:mod:`kit.execute.executors`; a host-only step such as the summary always here),
+records each step's outcome in the run's manifest as it finishes, and writes the run's
+reports. ``resume`` redoes only the steps that did not finish.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import kit
+from kit.envs import kernelspecs
+from kit.execute import reaper
+from kit.results import reports
+from kit.results.reports import skipped_line, step_cause
+from kit.common.capabilities import split_pin
+from kit.common.record_schema import now, verdict_counts
+from kit.common.errors import KitError, UsageError
+from kit.envs.manager import EnvManager
+from kit.execute.executors import executor_class, get_executor
+from kit.home import KitHome
+from kit.orchestrate.plan import plan, unchecked, waves
+from kit.execute.progress import PROGRESS_DIR, LiveProgress
+from kit.results.records import classify, load_allow_list, load_records
+from kit.orchestrate.request import RunRequest, check_environments, check_writable, store_space_warning, validate
+from kit.results.signatures import Group
+from kit.results.runs import LATEST, Run, new_run_id, runs_dir
+from kit.execute.steps import Step, StepResult
+
+FINISHED = ("ok", "cached")
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    counts: dict
+    failed_steps: list[str]
+    expired: list[str] = field(default_factory=list)  # failing cells whose allow-list entry expired, entry named
+    skipped: list[dict] = field(default_factory=list)  # asked for, not checked: {"kind", "name", "reason"}
+    causes: dict[str, str] = field(default_factory=dict)  # a broken step's root cause in one line
+    groups: list[Group] = field(default_factory=list)  # the incompatibilities, one per signature and direction
+
+
+@dataclass
+class Execution:
+    """Where and how a run's steps run: the options :func:`run_matrix` and :func:`resume` share."""
+
+    jobs: int = 1
+    runs_root: str | Path | None = None
+    executor: str = "local"
+    scheduler: str | None = None  # the Dask scheduler's address, for executor="dask"
+    home: KitHome | None = None
+    on_event: Callable[[str], None] = print
+    progress_line: bool | None = False  # a live line per running step; None: when stdout is a terminal
+
+    def __post_init__(self):
+        self.home = self.home or KitHome()
+        self.remote = executor_class(self.executor).remote
+        self.live = LiveProgress(None, self.on_event, stream=sys.stdout, enabled=self.progress_line)
+        self.on_event = self.live.echo  # lines print above the live ones
+
+    def executor_for(self, req: RunRequest, run: Run):
+        """The executor, reached now (an unreachable cluster fails before any work)."""
+        return get_executor(
+            self.executor,
+            jobs=self.jobs,
+            store=req.store,
+            home=self.home,
+            run=run,
+            on_event=self.on_event,
+            on_progress=self.live.update,
+            scheduler=self.scheduler,
+        )
+
+
+def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunOutcome:
+    """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster)."""
+    how = Execution(**options)
+    validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
+    root = how.runs_root or runs_dir()
+    run = Run(root, run_id or new_run_id(root))
+    if run.id == LATEST:
+        raise UsageError(f"{LATEST} names the link to the newest run", hint="pick another --run-id")
+    if run.exists():
+        raise UsageError(
+            f"run {run.id} already exists in {run.dir.parent}",
+            hint=f"resume it with --resume {run.id}, or pick another --run-id",
+        )
+    runner = how.executor_for(req, run)
+    if req.reload_only:
+        req.from_store(runner.holdings(), req.store or "in the kit home")
+        how.on_event(f"reloading what the store holds of {len(req.save)} release(s): {', '.join(req.save)}")
+    _check_here(req, runner, how)
+    store = _working_copy(req, how.home)
+    if not how.remote:  # with workers, the store is theirs to write
+        check_writable(store)
+        warning = store_space_warning(store) if not req.reload_only else None
+        if warning:
+            how.on_event(warning)
+    run.lock()
+    try:
+        _end_strays(how)
+        steps = plan(req, run, store)
+        skipped = unchecked(req)
+        for entry in skipped:
+            how.on_event(f"not checked: {skipped_line(entry)}")
+        manifest = {
+            "run_id": run.id,
+            "kit_version": kit.__version__,
+            "created_at": now(),
+            "request": req.to_dict(),
+            "store": str(store),
+            "order": [s.id for s in steps],
+            "executor": how.executor,
+            "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
+            "skipped": skipped,
+        }
+        run.write_manifest(manifest)
+        run.mark_latest()
+        return _execute(run, manifest, req, runner, how)
+    finally:
+        runner.close()
+        run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
+        run.unlock()
+
+
+def _end_strays(how: Execution) -> None:
+    """End what an earlier crash of this kit left running (recorded PIDs only, see kit.execute.reaper)."""
+    for line in reaper.end_strays(how.home.root):
+        how.on_event(line)
+
+
+def _check_here(req: RunRequest, runner, how: Execution) -> None:
+    """This machine has what its steps need: environments for the loading releases and for the saving
+    releases whose artifacts the store lacks (a remote executor's workers build their own)."""
+    if not how.remote:
+        check_environments(req, EnvManager(how.home), req.held_releases(runner.holdings()))
+
+
+def _working_copy(req: RunRequest, home: KitHome) -> Path:
+    """The folder the kernels read and write: the store itself, or the local mirror of a remote store."""
+    from kit import store as store_mod
+
+    return store_mod.open_store(req.store, home=home).working_copy(home).root
+
+
+def resume(run_id: str, **options) -> RunOutcome:
+    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports (``options``: as run_matrix's)."""
+    how = Execution(**options)
+    run = Run(how.runs_root or runs_dir(), run_id)
+    if not run.exists():
+        raise UsageError(f"no run {run_id} in {run.dir.parent}")
+    run.lock()
+    try:
+        _end_strays(how)  # the crash that interrupted this run may have left its kernels running
+        manifest = run.read_manifest()
+        req = RunRequest(**manifest["request"])
+        validate(req, EnvManager(how.home), local_envs=False)
+        runner = how.executor_for(req, run)
+        _check_here(req, runner, how)
+        manifest["executor"] = how.executor
+        done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
+        how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
+        try:
+            return _execute(run, manifest, req, runner, how)
+        finally:
+            runner.close()
+    finally:
+        run.sweep_partial_writes()
+        run.unlock()
+
+
+class _Progress:
+    """Writes each finished step into the manifest at once and says it in one line."""
+
+    def __init__(self, run: Run, manifest: dict, on_event: Callable[[str], None], live: LiveProgress):
+        self.run, self.manifest, self.on_event, self.live = run, manifest, on_event, live
+        self.total = len(manifest["order"])
+        self.done = sum(1 for e in manifest["steps"].values() if e["status"] in FINISHED)
+
+    def __call__(self, result: StepResult) -> None:
+        self.live.finished(result.id)
+        entry = self.manifest["steps"][result.id]
+        entry.update(
+            status=result.status,
+            seconds=result.seconds,
+            attempts=result.attempts,
+            error=result.error,
+            error_type=result.error_type,
+            cause=result.cause,
+            deaths=result.deaths,
+            started_at=result.started_at,
+            finished_at=now(),
+        )
+        self.run.write_manifest(self.manifest)
+        self.done += 1
+        failed = sum(1 for e in self.manifest["steps"].values() if e["status"] == "failed")
+        line = f"[{self.done}/{self.total}] {result.id}: {result.status} in {result.seconds:.1f}s"
+        if result.attempts > 1:
+            line += f" after {result.attempts} attempts"
+        if result.deaths:
+            line += f", {result.deaths} kernel(s) died and were restarted"
+        if failed:
+            line += f" ({failed} failed so far)"
+        self.on_event(line)
+        if result.error:
+            self.on_event("    cause: " + step_cause(entry))
+
+
+def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution) -> RunOutcome:
+    kernelspecs.ensure_host_kernel(how.home)
+    steps = [
+        Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
+        for i in manifest["order"]
+    ]
+    how.live.directory = run.dir / PROGRESS_DIR
+    progress = _Progress(run, manifest, how.on_event, how.live)
+    here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
+    started = time.monotonic()
+    models, apis = (req.models or None, req.apis or None) if req.reload_only else req.stored_scope
+    models = [split_pin(m)[0] for m in models] if models else None
+    executor.prepare(req.save, models, apis, versions=req.versions == "all")  # a remote store is pulled here
+    held = req.held_releases(executor.holdings())
+    todos = []
+    for wave in waves(steps):
+        todo = [s for s in wave if manifest["steps"][s.id]["status"] not in FINISHED]
+        for s in [s for s in todo if s.kind == "train" and not req.needs_training(s.release, held)]:
+            progress(StepResult(s.id, "cached", 0.0))
+            todo.remove(s)
+        todos.append(todo)
+    executor.start([s.kernel for todo in todos for s in todo if not (how.remote and s.runs_on_host)])
+    try:
+        how.live.start()
+        for i, todo in enumerate(todos):
+            later = [s.kernel for s in (todos[i + 1] if i + 1 < len(todos) else [])]
+            on_host = [s for s in todo if s.runs_on_host]
+            if on_host:
+                _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
+            executor.run([s for s in todo if not s.runs_on_host], progress, then=[s.kernel for s in on_host] + later)
+            here.run(on_host, progress, then=later)
+    finally:
+        how.live.stop()
+        if here is not executor:
+            here.close()
+    manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
+    outcome = _write_reports(run, req, manifest)
+    manifest.update(finished_at=now(), exit_code=outcome.exit_code, counts=outcome.counts)
+    run.write_manifest(manifest)
+    _log_checks(req, run, how)
+    return outcome
+
+
+def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
+    """The store's check log learns this run's verdicts (``store ls`` shows when each version was checked)."""
+    from kit import store as store_mod
+
+    try:
+        store_mod.record_checks(store_mod.open_store(req.store, home=how.home), load_records(run.dir), run.id)
+    except KitError as e:  # the verdicts are in the run folder; only the store's log missed them
+        how.on_event(f"warning: the store's check log was not updated: {e}")
+
+
+def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
+    records = load_records(run.dir)
+    split = classify(records, load_allow_list(req.allow_list))
+    failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
+    code = reports.exit_code(manifest, split)
+    groups = reports.write_all(run.dir, records, split, manifest, code)
+    return RunOutcome(
+        run.id,
+        run.dir,
+        code,
+        verdict_counts(records),
+        failed_steps,
+        reports.expired_lines(split["expired"]),
+        manifest.get("skipped", []),
+        {i: step_cause(manifest["steps"][i]) for i in failed_steps},
+        groups,
+    )

@@ -1,0 +1,127 @@
+"""A run's steps and their order: train per saving release, reload per loading release, then the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kit.envs import kernelspecs
+from kit.common.errors import UsageError
+from kit.common.versions import direction
+from kit.execute.progress import progress_path
+from kit.execute.notebooks import NOTEBOOKS
+from kit.orchestrate.request import RunRequest
+from kit.results.runs import Run
+from kit.execute.steps import Step
+
+
+def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
+    """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel."""
+    return Step(
+        id=f"{kind}:{release}",
+        kind=kind,
+        release=release,
+        notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
+        output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
+        kernel=f"{kernelspecs.KERNEL_PREFIX}{release}",
+        parameters={"release": release, **parameters},
+        depends_on=list(depends_on),
+        progress=progress_path(run.dir, f"{kind}:{release}"),
+    )
+
+
+def _sources(req: RunRequest, release: str) -> list[str]:
+    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward."""
+    return [s for s in req.save if req.forward or direction(s, release) != "forward"]
+
+
+def unchecked(req: RunRequest) -> list[dict]:
+    """What ``req`` asks for that no step checks, each with why (``run.json``'s ``skipped``): every --load
+    release older than every saving release loads nothing unless --forward."""
+    return [
+        {
+            "kind": "load",
+            "name": release,
+            "reason": f"older than every saving release ({', '.join(req.save)}); newer releases' artifacts "
+            "load in older ones only with --forward",
+        }
+        for release in req.load
+        if not _sources(req, release)
+    ]
+
+
+def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
+    """The steps of ``req``, each naming the steps whose outputs it reads (``depends_on``).
+
+    ``store`` is the folder kernels read and write (an S3 store's working copy).
+    """
+    models, apis = req.scope
+    train = {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
+    if req.cells:  # the notebooks' default (every cell); old runs' manifests have no such parameter
+        train["cells"] = [f"{m}:{a}" for m, a in req.saved_cells()]
+    if req.epochs:
+        train["epochs"] = req.epochs
+    steps = [
+        release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"))
+        for release in ([] if req.reload_only else req.save)
+    ]
+    if req.reload_only:  # every model and API the store holds, unless the request names them
+        models, apis = req.models, req.apis
+    for release in req.load:
+        sources = _sources(req, release)
+        if not sources:
+            continue
+        parameters = {
+            "store": str(store),
+            "saved_with": sources,
+            "models": models,
+            "apis": apis,
+            "run_dir": str(run.dir),
+            "tolerance": req.tolerance,
+            "forward": req.forward,
+        }
+        if req.versions != "current":  # the notebook's default; old runs' manifests have no such parameter
+            parameters["versions"] = req.versions
+        if req.cells:
+            parameters["cells"] = req.cells
+        trained = [f"train:{s}" for s in sources if not req.reload_only]
+        steps.append(release_step("reload", release, run, parameters, trained))
+    if not any(s.kind == "reload" for s in steps):
+        raise UsageError(
+            "nothing to check: every --load release is older than every --save release",
+            hint="add --forward to check newer artifacts in older releases",
+        )
+    steps.append(
+        Step(
+            id="summary",
+            kind="summary",
+            release=None,
+            notebook=str(NOTEBOOKS / "summary.ipynb"),
+            output=str(run.dir / "summary.ipynb"),
+            kernel=kernelspecs.HOST_KERNEL,
+            parameters={"run_dir": str(run.dir)},
+            depends_on=[s.id for s in steps],
+            progress=progress_path(run.dir, "summary"),
+        )
+    )
+    return steps
+
+
+def waves(steps: list[Step]) -> list[list[Step]]:
+    """``steps`` in waves: each step comes in the first wave after every step it depends on.
+
+    A step that depends on a step not in ``steps`` waits for nothing more on that account
+    (the manifest of a resumed run lists every step, finished ones included).
+    """
+    ids = {s.id for s in steps}
+    placed: dict[str, int] = {}
+    remaining = list(steps)
+    out: list[list[Step]] = []
+    while remaining:
+        wave = [s for s in remaining if all(d in placed or d not in ids for d in s.depends_on)]
+        if not wave:
+            raise ValueError("steps depend on each other in a circle: " + ", ".join(s.id for s in remaining))
+        for s in wave:
+            placed[s.id] = len(out)
+        out.append(wave)
+        remaining = [s for s in remaining if s.id not in placed]
+    return out

@@ -1,0 +1,445 @@
+"""A run's reports: the records as CSV, JUnit XML (one case per cell), Markdown, the summary as HTML."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from kit.results import migration
+from kit.results import signatures
+from kit.common.record_schema import cell_id, flat_row, verdict_counts
+from kit.common.verdicts import SEVERITY
+from kit.results.records import is_failure
+from kit.results.signatures import Group
+
+EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
+EXIT_MEANINGS = {EXIT_OK: "compatible", EXIT_REGRESSIONS: "regressions found"}
+COLUMNS = [
+    "saved_with",
+    "model",
+    "api",
+    "loaded_with",
+    "direction",
+    "verdict",
+    "allowed",
+    "reason",
+    "load_path",
+    "load_attempts",
+    "max_abs",
+    "max_rel",
+    "ulp_max",
+    "frac_out_of_tolerance",
+    "top1_agreement",
+    "cosine_min",
+    "load_seconds",
+    "infer_seconds",
+    "error_type",
+    "signature_id",
+    "signature",
+    "remedy",
+    "remedy_verdict",
+    "notebook",
+    "record_file",
+]
+
+
+def exit_code(manifest: dict, split: dict) -> int:
+    """A run's exit code: 3 when a step broke, else 1 when a cell fails the run, else 0."""
+    if any(manifest["steps"][i]["status"] == "failed" for i in manifest["order"]):
+        return EXIT_BROKEN
+    return EXIT_REGRESSIONS if split["failures"] else EXIT_OK
+
+
+def notebook_in_run(rec: dict) -> str:
+    """The executed notebook that produced a record, relative to the run folder (a link that opens from there)."""
+    return f"reload/mxnet-{rec['loaded_with']}.ipynb"
+
+
+def notebook_of(run_dir: Path, rec: dict) -> str:
+    """The executed notebook that produced a record."""
+    return str(Path(run_dir) / notebook_in_run(rec))
+
+
+def flat_rows(run_dir: Path, records: list[dict], allowed_ids: set) -> list[dict]:
+    rows = []
+    for rec in records:
+        row = flat_row(rec)
+        sig = signatures.signature(rec)
+        row.update(
+            allowed=cell_id(rec) in allowed_ids,
+            load_path=rec.get("load_path"),
+            load_attempts="; ".join(
+                f"{a['path']}: {a.get('headline') or a.get('error')}" for a in rec.get("load_attempts") or []
+            ),
+            load_seconds=rec.get("load_seconds"),
+            infer_seconds=rec.get("infer_seconds"),
+            error_type=rec.get("error_type"),
+            signature_id=signatures.signature_id(*sig) if sig else None,
+            signature=sig[1] if sig else None,
+            remedy=remedy_cell(rec),
+            remedy_verdict=(rec.get("remedy") or {}).get("verdict"),
+            notebook=notebook_of(run_dir, rec),
+            record_file=rec.get("record_file"),
+        )
+        rows.append(row)
+    return rows
+
+
+def remedy_cell(rec: dict) -> str | None:
+    """A record's remedy in a few words: ``legacy_shape_semantics: identical`` or ``none: <why>``."""
+    remedy = rec.get("remedy")
+    if not remedy:
+        return None
+    if remedy.get("fixed"):
+        return f"{remedy['name']}: {remedy['verdict']}"
+    return f"none: {remedy.get('why_none')}"
+
+
+def expired_lines(expired: list) -> list[str]:
+    """One line per (failing cell, lapsed allowance): the entry named, with its date and reason."""
+    return [
+        f"- `{cell_id(r)}` ({r['verdict']}): allow-list entry `{a.pattern}` expired {a.expires} ({a.reason})"
+        for r, a in expired
+    ]
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dict) -> None:
+    """One testsuite per API, one testcase per cell; forward cells and allowed ones are skipped, not failed."""
+    root = ET.Element("testsuites", name=f"mxnet-compat-kit run {manifest['run_id']}")
+    by_api: dict = {}
+    for row, rec in zip(rows, records):
+        by_api.setdefault(row["api"], []).append((row, rec))
+    for api, cells in sorted(by_api.items()):
+        suite = ET.SubElement(root, "testsuite", name=api, tests=str(len(cells)))
+        failures = skipped = 0
+        for row, rec in cells:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{api}.{row['model']}",
+                name=f"{row['saved_with']} -> {row['loaded_with']}",
+                time=str((row["load_seconds"] or 0) + (row["infer_seconds"] or 0)),
+            )
+            message = f"{row['verdict']}: {row['reason'] or ''}".strip()
+            if row["signature_id"]:  # the group's reference: one message for every cell of an incompatibility
+                message = f"[{row['signature_id']}] {row['verdict']}: {row['signature']}"
+            if is_failure(rec) and not row["allowed"]:
+                failures += 1
+                node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
+                remedy = f"remedy: {row['remedy']}" if row["remedy"] else None  # informs; the case still fails
+                node.text = "\n".join(t for t in (row["reason"], remedy, rec.get("traceback")) if t) or message
+            elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] == "forward":
+                skipped += 1
+                why = "allowed: " if row["allowed"] else ("forward: " if row["direction"] == "forward" else "")
+                ET.SubElement(case, "skipped", message=why + message)
+        suite.set("failures", str(failures))
+        suite.set("skipped", str(skipped))
+    for step_id in manifest["order"]:
+        step = manifest["steps"][step_id]
+        if step["status"] == "failed":
+            suite = ET.SubElement(root, "testsuite", name="steps", tests="1", errors="1")
+            case = ET.SubElement(suite, "testcase", classname="steps", name=step_id)
+            node = ET.SubElement(case, "error", message=step_cause(step), type="step-failed")
+            node.text = f"{step.get('error')}\nexecuted notebook: {step['output']}"
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def step_cause(entry: dict) -> str:
+    """A broken step's root cause in one line, from its ``run.json`` entry (older runs: the error's last line)."""
+    if entry.get("cause"):
+        return entry["cause"]
+    return ((entry.get("error") or "").strip().splitlines() or ["no error recorded"])[-1][:500]
+
+
+def skipped_line(entry: dict) -> str:
+    """One asked-for thing a run did not check (``run.json``'s ``skipped``), e.g. ``--load 1.2.1: older than ...``."""
+    return f"--{entry['kind']} {entry['name']}: {entry['reason']}"
+
+
+DIRECTION_TITLES = {
+    "backward": "Backward (older artifacts in newer releases: these fail the run unless allowed)",
+    "same": "Same release (reloaded in the release that saved it, not identical: these fail the run)",
+    "unknown": "Checkpoints of unknown origin",
+    "forward": "Forward (newer artifacts in older releases, reported apart)",
+}
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def _md(text) -> str:
+    """Text for a Markdown table cell."""
+    return str(text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def starts(group: Group) -> str:
+    """Where a group starts: the first release that saved it, or where a numeric error first jumps."""
+    return signatures.jump_text(group) if group.first_jump else f"saved with {group.first_saved}"
+
+
+def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()) -> list[str]:
+    """What a reader needs first: the exit code, how many distinct incompatibilities in each direction, and
+    each one with where it starts."""
+    counts = signatures.counts(groups)
+    parts = [
+        f"{_plural(counts[d]['signatures'], f'distinct {d} incompatibility', f'distinct {d} incompatibilities')} "
+        f"({_plural(counts[d]['cells'], 'cell')}; {_remedy_count(counts[d])})"
+        for d in signatures.DIRECTIONS
+        if d in counts
+    ]
+    meaning = EXIT_MEANINGS.get(exit_code, "a step broke")
+    lines = [f"**Exit code {exit_code} ({meaning})**: {'; '.join(parts) if parts else 'no incompatibility found'}."]
+    if skipped:
+        lines += ["", f"**Asked for, not checked: {len(skipped)}** (listed below)."]
+    for d in signatures.DIRECTIONS:
+        mine = [g for g in groups if g.direction == d]
+        if mine:
+            lines += ["", f"{DIRECTION_TITLES[d]}:", ""]
+            lines += [
+                f"- `{g.signature}`: {starts(g)}; {_plural(len(g.cells), 'cell')} "
+                f"({', '.join(g.models)}; {', '.join(g.apis)}) `{g.id}`; **{signatures.remedy_text(g)}**"
+                for g in mine
+            ]
+    return lines
+
+
+def _remedy_count(count: dict) -> str:
+    """``2 with a verified remedy, 1 in part, 0 without``."""
+    none = count["signatures"] - count["remedied"] - count["partly"]
+    partly = f", {count['partly']} in part" if count["partly"] else ""
+    return f"{count['remedied']} with a verified remedy{partly}, {none} without"
+
+
+def groups_table(groups: list[Group]) -> list[str]:
+    """Every group in a Markdown table: the signature, where it starts, what it touches, one verbatim example."""
+    out = [
+        "| direction | signature | id | starts | saved with | loaded with | models | APIs | cells | remedy | example |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g in groups:
+        verdicts = ", ".join(f"{v} {n}" for v, n in g.verdicts.items())
+        out.append(
+            f"| {g.direction} | `{_md(g.signature)}` | `{g.id}` | {_md(starts(g))} | {signatures.span(g.saved_with)} "
+            f"| {signatures.span(g.loaded_with)} | {', '.join(g.models)} | {', '.join(g.apis)} "
+            f"| {len(g.cells)} ({verdicts}) | {_md(signatures.remedy_text(g))} | {_md(g.example[:200])} |"
+        )
+    return out
+
+
+def remedy_lines(groups: list[Group], level: str = "###") -> list[str]:
+    """Each remedy that fixed a group, with what it changed and the user's code that does the same."""
+    out = []
+    for g in groups:
+        fixes = (g.remedy or {}).get("by", [])
+        if fixes:
+            out += [f"{level} `{g.id}` {g.direction}: {_md(g.signature)}", ""]
+        for entry in fixes:
+            verdicts = ", ".join(f"{v} {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
+            out += [
+                f"**{entry['name']}** ({entry.get('title')}): {verdicts} of {g.remedy['cells']} cells, "
+                f"max abs {_fmt(entry['max_abs'])} (e.g. `{entry['example_cell']}`).",
+                "",
+                "```python",
+                (entry.get("user_code") or "").strip(),
+                "```",
+                "",
+            ]
+    return out
+
+
+def write_markdown(
+    path: Path,
+    rows: list[dict],
+    split: dict,
+    manifest: dict,
+    exit_code: int,
+    records: list[dict] = (),
+    groups: list[Group] = (),
+) -> None:
+    req = manifest["request"]
+    lines = [f"# MXNet compatibility run `{manifest['run_id']}`", ""]
+    lines += headline_lines(list(groups), exit_code, manifest.get("skipped") or [])
+    lines += [
+        "",
+        f"- saved with: {', '.join(req['save'])}",
+        f"- loaded with: {', '.join(req['load'])}",
+        f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
+    ]
+    if manifest.get("skipped"):
+        lines += ["", "## Asked for, not checked", ""]
+        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
+    if groups:
+        lines += ["", "## Incompatibilities, grouped by signature", ""] + groups_table(list(groups))
+        fixes = remedy_lines(list(groups))
+        if fixes:
+            lines += [
+                "",
+                "## Verified remedies (what to change so that it works; the verdicts above stay as measured)",
+                "",
+            ] + fixes
+    lines += [
+        "",
+        "## Verdicts",
+        "",
+        "| direction | verdict | cells |",
+        "|---|---|---|",
+    ]
+    counts = verdict_counts(rows)
+    lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
+    failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
+    lines += ["", "## Cells that fail the run", ""]
+    lines += _cell_table(failing) if failing else ["None."]
+    if split.get("expired"):
+        lines += ["", "## Allow-list entries that expired (their cells fail again)", ""]
+        lines += expired_lines(split["expired"])
+    if split["allowed"]:
+        lines += [
+            "",
+            "## Allowed (known incompatibilities)",
+            "",
+            "| cell | verdict | reason | expires |",
+            "|---|---|---|---|",
+        ]
+        lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
+    e2e_split = [r for r in records if r.get("network_only")]
+    if e2e_split:
+        lines += [
+            "",
+            "## End-to-end models: transforms or network (the network alone, fed this release's eager transforms)",
+            "",
+            "| cell | full graph | network alone | fused vs eager transforms |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {cell_id(r)} | {r['verdict']} | {r['network_only']['verdict']} "
+            f"| {(r['network_only'].get('transforms') or {}).get('verdict', '-')} |"
+            for r in e2e_split
+        ]
+    migrating = migration.markdown(list(records))
+    if migrating:
+        lines += [
+            "",
+            "## Migrating to MXNet 2.0 (1.x artifacts loaded in 2.0, verdicts over the models and the load path used)",
+            "",
+        ] + migrating
+    forward = [
+        r for r in rows if r["direction"] == "forward" and r["verdict"] not in ("identical", "close", "unsupported")
+    ]
+    if forward:
+        lines += ["", "## Forward direction (newer artifacts in older releases, reported apart)", ""]
+        lines += _cell_table(forward)
+    broken = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
+    if broken:
+        lines += ["", "## Steps that broke", ""]
+        for i in broken:
+            notebook = _in_run(path.parent, manifest["steps"][i]["output"])
+            log = f"logs/{i.replace(':', '-')}.log"
+            lines.append(
+                f"- `{i}`: {step_cause(manifest['steps'][i])} (executed notebook: [{notebook}]({notebook}), "
+                f"log: [{log}]({log}))"
+            )
+    lines += ["", f"Reproduce: `{reproduce_command(req)}`", ""]
+    path.write_text("\n".join(lines))
+
+
+def _in_run(run_dir: Path, path: str) -> str:
+    """``path`` relative to the run folder when it lies there (a link that opens from summary.md)."""
+    try:
+        return str(Path(path).relative_to(run_dir))
+    except ValueError:
+        return str(path)
+
+
+def _cell_table(rows: list[dict]) -> list[str]:
+    out = [
+        "| model | api | saved | loaded | verdict | signature | max abs | reason | notebook |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        notebook = notebook_in_run(r)
+        out.append(
+            f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
+            f"`{r['signature_id']}` | {_fmt(r['max_abs'])} | {_md(r['reason'])[:160]} | [{notebook}]({notebook}) |"
+        )
+    return out
+
+
+def write_html(notebook: Path, html: Path) -> None:
+    """The executed summary notebook as HTML without its code (``summary.ipynb`` keeps the code)."""
+    from nbconvert import HTMLExporter
+    import nbformat
+
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
+    html.write_text(body)
+
+
+def groups_of(records: list[dict], split: dict) -> list[Group]:
+    """A run's incompatibility groups, counting the cells that fail it and those its allow-list excuses."""
+    return signatures.group_records(
+        records, {cell_id(r) for r in split["failures"]}, {cell_id(r) for r, _ in split["allowed"]}
+    )
+
+
+def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, exit_code: int) -> list[Group]:
+    """Every report of a run; returns its incompatibility groups."""
+    allowed_ids = {cell_id(r) for r, _ in split["allowed"]}
+    rows = flat_rows(run_dir, records, allowed_ids)
+    groups = groups_of(records, split)
+    write_csv(run_dir / "records.csv", rows)
+    write_junit(run_dir / "junit.xml", rows, records, manifest)
+    write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records, groups)
+    summary = run_dir / "summary.ipynb"
+    if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
+        write_html(summary, run_dir / "summary.html")
+    return groups
+
+
+def reproduce_command(request: dict, *, save=None, load=None, cells=None) -> str:
+    """The ``mxcompat run`` line that asks again what ``request`` (a run manifest's) asked, with every option
+    that can change a verdict (tolerance, allow-list, forward, store, epochs, versions); ``save``, ``load`` and
+    ``cells`` narrow it, e.g. to one cell of a bundle."""
+    import shlex
+
+    named_save = save is not None
+    save = request.get("save") if save is None else save
+    load = request.get("load") if load is None else load
+    parts = ["mxcompat", "run"]
+    if save and (named_save or not request.get("reload_only")):
+        parts += ["--save", ",".join(save)]
+    parts += ["--load", ",".join(load)]
+    if cells is not None:
+        parts += ["--cells", ",".join(cells)]
+    else:
+        for flag, key in (("--models", "models"), ("--apis", "apis"), ("--cells", "cells")):
+            if request.get(key):
+                parts += [flag, ",".join(request[key])]
+    if request.get("tolerance"):
+        parts += ["--tolerance", json.dumps(request["tolerance"], sort_keys=True, separators=(",", ":"))]
+    if request.get("allow_list"):
+        parts += ["--allow-list", request["allow_list"]]
+    if request.get("epochs"):
+        parts += ["--epochs", str(request["epochs"])]
+    if request.get("versions", "current") != "current":
+        parts += ["--versions", request["versions"]]
+    if request.get("store"):
+        parts += ["--store", request["store"]]
+    if request.get("forward"):
+        parts.append("--forward")
+    return " ".join(shlex.quote(p) for p in parts)

@@ -1,0 +1,357 @@
+"""What summary.ipynb shows, in the order a maintainer reads it: the headline (exit code, distinct
+incompatibilities), verdict heatmaps, error distributions, the incompatibilities grouped by signature,
+the per-cell tables (collapsible), the environments.
+
+Runs on the host kernel (pandas and matplotlib). Figures are returned, so the
+notebook displays them whatever matplotlib backend the environment sets.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
+
+from kit.results import signatures  # noqa: E402
+from kit.results import migration  # noqa: E402
+from kit.results import reports  # noqa: E402
+from kit.common.capabilities import APIS  # noqa: E402
+from kit.common.record_schema import cell_id  # noqa: E402
+from kit.common.versions import sort_key  # noqa: E402
+from kit.common.verdicts import SEVERITY  # noqa: E402
+from kit.results.records import classify, load_allow_list, load_records, worst  # noqa: E402
+from kit.results.runs import runs_dir  # noqa: E402
+
+COLOURS = {
+    "identical": "#1a9850",
+    "close": "#91cf60",
+    "unsupported": "#d9d9d9",
+    "drift": "#fdae61",
+    "mismatch": "#f46d43",
+    "infer-error": "#d73027",
+    "load-error": "#a50026",
+    "corrupt": "#762a83",
+}
+ZERO_FLOOR = 1e-12  # identical outputs have zero error: drawn at this floor on log scales
+
+
+class RunData:
+    """A run's records as a table, plus the raw records and the run's manifest."""
+
+    def __init__(self, run_dir: str | Path):
+        import json
+
+        self.dir = Path(run_dir)
+        self.records = load_records(self.dir)
+        self.manifest = json.loads((self.dir / "run.json").read_text())
+        allow = load_allow_list(self.manifest["request"].get("allow_list"))
+        self.split = classify(self.records, allow)
+        allowed = {cell_id(r) for r, _ in self.split["allowed"]}
+        self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
+        self.groups = reports.groups_of(self.records, self.split)
+
+    def apis(self) -> list[str]:
+        """The APIs in the run, the zoo's in their usual order, then any other (a foreign checkpoint's)."""
+        present = list(dict.fromkeys(self.df["api"]))
+        return [a for a in APIS if a in present] + [a for a in present if a not in APIS]
+
+    def releases(self, column: str) -> list[str]:
+        return sorted(self.df[column].unique(), key=sort_key)
+
+
+def find_run(run_dir: str | Path) -> Path:
+    """``run_dir`` as given, or, when relative and not found from here (a notebook opened in notebooks/),
+    under the runs folder or beside it: ``runs/latest`` and ``latest`` both name the newest run."""
+    path = Path(run_dir)
+    candidates = [path] if path.is_absolute() else [path, runs_dir().parent / path, runs_dir() / path]
+    for candidate in candidates:
+        if (candidate / "run.json").is_file():
+            return candidate
+    raise ValueError(
+        f"no run folder at {run_dir} (looked in {', '.join(str(c) for c in candidates)}); "
+        "runs/latest appears with the first `mxcompat run`"
+    )
+
+
+def load(run_dir: str | Path) -> RunData:
+    pd.set_option("display.max_colwidth", None)  # errors and fingerprints are read whole, not cut at 50 chars
+    data = RunData(find_run(run_dir))
+    if data.df.empty:
+        raise ValueError(f"run {run_dir} has no records: no reload step finished")
+    return data
+
+
+def show(fig, dpi: int = 110, vector: bool = False):
+    """Display ``fig`` in the notebook and close it; works under any matplotlib backend
+    (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures).
+
+    ``vector``: as SVG with its text as text (a heatmap's hundreds of labels: half the time of drawing
+    their glyphs into a PNG); else a PNG. The kit's figures
+    lay themselves out (``tight_layout``): no second drawing pass to find the bounding box."""
+    import io
+
+    from IPython.display import SVG, Image, display
+
+    buf = io.BytesIO()
+    if vector:
+        with plt.rc_context({"svg.fonttype": "none"}):
+            fig.savefig(buf, format="svg")
+        display(SVG(data=buf.getvalue()))
+    else:
+        fig.savefig(buf, format="png", dpi=dpi)
+        display(Image(data=buf.getvalue(), format="png"))
+    plt.close(fig)
+
+
+def headline(data: RunData):
+    """The run in a few lines: exit code, distinct incompatibilities by direction, each with where it starts."""
+    from IPython.display import Markdown
+
+    code = reports.exit_code(data.manifest, data.split)
+    req = data.manifest["request"]
+    lines = [f"# Run `{data.manifest['run_id']}`", ""] + reports.headline_lines(
+        data.groups, code, data.manifest.get("skipped") or []
+    )
+    lines += ["", f"Saved with {', '.join(req['save'])}; loaded with {', '.join(req['load'])}."]
+    return Markdown("\n".join(lines))
+
+
+def signature_table(data: RunData) -> pd.DataFrame:
+    """The incompatibilities: one row per (direction, signature), with what it touches and one verbatim example."""
+    rows = [
+        {
+            "direction": g.direction,
+            "signature": g.signature,
+            "id": g.id,
+            "starts": reports.starts(g),
+            "saved with": signatures.span(g.saved_with),
+            "loaded with": signatures.span(g.loaded_with),
+            "models": ", ".join(g.models),
+            "APIs": ", ".join(g.apis),
+            "cells": len(g.cells),
+            "fail the run": g.failing,
+            "remedy": signatures.remedy_text(g),
+            "example": g.example,
+        }
+        for g in data.groups
+    ]
+    columns = ["direction", "signature", "id", "starts", "saved with", "loaded with", "models", "APIs", "cells"]
+    return pd.DataFrame(rows, columns=columns + ["fail the run", "remedy", "example"])
+
+
+def remedies(data: RunData):
+    """The verified remedies, each with what it changed and the code that does the same (Markdown)."""
+    from IPython.display import Markdown
+
+    lines = reports.remedy_lines(data.groups, level="###")
+    return Markdown("\n".join(lines) if lines else "No failing cell has a verified remedy.")
+
+
+def left(df: pd.DataFrame):
+    """``df`` for reading: left-aligned text, no index column."""
+    styled = df.style.hide(axis="index").format(escape="html")
+    return styled.set_properties(**{"text-align": "left", "vertical-align": "top"})
+
+
+def _cell_html(value, link: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = html.escape(str(value))
+    return f'<a href="{text}">{text}</a>' if link and text else text
+
+
+def linked_html(df: pd.DataFrame, links: tuple = ("notebook",)) -> str:
+    """``df`` as an HTML table whose ``links`` columns are links (relative to the run folder, where
+    summary.ipynb and summary.html live)."""
+    shown = pd.DataFrame({c: [_cell_html(v, c in links) for v in df[c]] for c in df.columns}, columns=df.columns)
+    return shown.to_html(escape=False, index=False)
+
+
+def collapsible(title: str, df: pd.DataFrame, links: tuple = ("notebook",)):
+    """A table under a heading that opens and closes (``<details>``), in the notebook and in summary.html."""
+    from IPython.display import HTML
+
+    if df.empty:
+        return HTML(f"<p><b>{html.escape(title)}</b>: none.</p>")
+    return HTML(
+        f"<details><summary><b>{html.escape(title)}</b> ({len(df)} rows)</summary>{linked_html(df, links)}</details>"
+    )
+
+
+def cell_tables(data: RunData) -> list:
+    """The per-cell tables, each collapsible: the cells that fail the run, the forward cells, the rest that is
+    not identical or close, the unsupported cells; notebooks as links."""
+    failing = failing_table(data)
+    fails = failing["direction"].isin(["backward", "same", "unknown"]) & ~failing["allowed"]
+    forward = failing["direction"] == "forward"
+    return [
+        collapsible("Cells that fail the run", failing[fails]),
+        collapsible("Forward cells that are not identical or close (reported apart)", failing[forward]),
+        collapsible("Allowed cells (known incompatibilities)", failing[failing["allowed"]]),
+        collapsible("Unsupported cells, and why", unsupported_table(data)),
+    ]
+
+
+def counts_table(data: RunData) -> pd.DataFrame:
+    """Cells by direction and verdict."""
+    table = data.df.pivot_table(index="direction", columns="verdict", values="model", aggfunc="count", fill_value=0)
+    return table[[v for v in SEVERITY if v in table.columns]]
+
+
+def heatmaps(data: RunData):
+    """Per API, saved release x loaded release coloured by the worst verdict over the models that both releases
+    support, annotated with the largest max-abs error and how many models were checked."""
+    saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
+    apis = data.apis()
+    cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
+    ncols = 2 if len(apis) > 1 else 1
+    nrows = math.ceil(len(apis) / ncols)
+    side = max(3.2, 0.95 * max(len(saved), len(loaded)))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 2.0, (side * 0.8 + 1.2) * nrows), squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[len(apis) :]:
+        ax.axis("off")
+    by_cell = {key: group for key, group in data.df.groupby(["api", "saved_with", "loaded_with"], sort=False)}
+    for ax, api in zip(flat, apis):
+        grid = np.full((len(saved), len(loaded)), np.nan)
+        for i, s in enumerate(saved):
+            for j, loader in enumerate(loaded):
+                cell = by_cell.get((api, s, loader))
+                if cell is None:
+                    continue
+                checked = cell[cell["verdict"] != "unsupported"]
+                verdict = worst(checked["verdict"]) if not checked.empty else "unsupported"
+                grid[i, j] = SEVERITY.index(verdict)
+                err = checked["max_abs"].dropna()
+                # two lines a cell: a ten-release grid has hundreds, and drawing text is most of a figure's cost
+                if verdict in ("load-error", "infer-error", "corrupt"):
+                    label = f"{verdict}\n{int((checked['verdict'] == verdict).sum())} of {len(checked)}"
+                else:
+                    label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
+                if not checked.empty:
+                    label += f" ({len(checked)}/{len(cell)})"
+                ax.text(
+                    j,
+                    i,
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    color="white" if verdict in ("load-error", "corrupt", "infer-error") else "black",
+                )
+        ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(SEVERITY) - 0.5, aspect="auto")
+        ax.set_xticks(range(len(loaded)))
+        ax.set_xticklabels(loaded, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(saved)))
+        ax.set_yticklabels(saved, fontsize=7)
+        ax.set_title(api, fontsize=9)
+        ax.set_xlabel("loaded with", fontsize=8)
+        ax.set_ylabel("saved with", fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
+    fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
+    fig.suptitle(
+        "worst verdict over the models checked, largest max-abs error (models checked / in the zoo)", fontsize=10
+    )
+    fig.tight_layout(rect=(0, 0, 0.88, 0.95))
+    return fig
+
+
+def output_errors(data: RunData) -> pd.DataFrame:
+    """One row per compared output (every case of every record): its max abs error and where it came from."""
+    rows = []
+    for rec in data.records:
+        for case, outs in (rec.get("cases") or {}).items():
+            for m in outs:
+                if "max_abs" in m and m["max_abs"] is not None and math.isfinite(m["max_abs"]):
+                    rows.append(
+                        {
+                            "api": rec["api"],
+                            "loaded_with": rec["loaded_with"],
+                            "saved_with": rec["saved_with"],
+                            "direction": rec["direction"],
+                            "case": case,
+                            "max_abs": max(m["max_abs"], ZERO_FLOOR),
+                            "max_rel": m.get("max_rel"),
+                        }
+                    )
+    return pd.DataFrame(rows, columns=["api", "loaded_with", "saved_with", "direction", "case", "max_abs", "max_rel"])
+
+
+def error_distributions(data: RunData):
+    """ECDFs of per-output max abs error on a log scale: by API, and by loaded release (backward cells)."""
+    errs = output_errors(data)
+    errs = errs[errs["direction"] != "forward"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for ax, column, title in ((axes[0], "api", "by API"), (axes[1], "loaded_with", "by loaded release")):
+        groups = sorted(errs[column].unique(), key=sort_key) if column == "loaded_with" else data.apis()
+        for g in groups:
+            values = np.sort(errs.loc[errs[column] == g, "max_abs"].to_numpy())
+            if values.size:
+                ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", label=str(g))
+        ax.set_xscale("log")
+        ax.set_xlim(ZERO_FLOOR / 2, max(1.0, errs["max_abs"].max() * 2) if not errs.empty else 1.0)
+        ax.set_xlabel(f"max abs error per output (identical drawn at {ZERO_FLOOR:g})", fontsize=8)
+        ax.set_ylabel("fraction of outputs", fontsize=8)
+        ax.set_title(f"error distribution {title}", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def failing_table(data: RunData) -> pd.DataFrame:
+    """Every cell that shows an incompatibility (not identical or close; a same-release reload not identical),
+    with its signature, its error and the executed notebook that produced it (relative to the run folder)."""
+    columns = ["direction", "model", "api", "saved_with", "loaded_with", "verdict", "allowed", "signature_id"]
+    df = data.df.loc[data.df["signature_id"].notna(), columns + ["max_abs", "reason"]].reset_index(drop=True)
+    df["notebook"] = [reports.notebook_in_run({"loaded_with": r}) for r in df["loaded_with"]]
+    return df
+
+
+def migration_table(data: RunData, detail: bool = False) -> pd.DataFrame:
+    """Migrating to MXNet 2.0: every 1.x artifact loaded in a 2.0 release, its verdicts and load path."""
+    return migration.table(data.records, detail=detail)
+
+
+def unsupported_table(data: RunData) -> pd.DataFrame:
+    df = data.df[data.df["verdict"] == "unsupported"]
+    return df.groupby(["model", "api", "reason"]).size().rename("cells").reset_index()
+
+
+def skipped_table(data: RunData) -> pd.DataFrame:
+    """What the run was asked for and did not check (``run.json``'s ``skipped``), with why."""
+    return pd.DataFrame(data.manifest.get("skipped", []), columns=["kind", "name", "reason"])
+
+
+def fingerprints_table(data: RunData) -> pd.DataFrame:
+    """The environments side by side: one column per release, saving and loading alike."""
+    seen = {}
+    for rec in data.records:
+        for fp in (rec.get("saved_fingerprint"), rec.get("loaded_fingerprint")):
+            if fp and fp.get("release") and fp["release"] not in seen:
+                seen[fp["release"]] = fp
+    cols = {}
+    for release in sorted(seen, key=sort_key):
+        fp = seen[release]
+        env = fp.get("kit_env") or {}
+        cols[release] = {
+            "mx.__version__": fp.get("mxnet"),
+            "python": fp.get("python"),
+            "numpy": fp.get("numpy"),
+            "fallback": env.get("fallback"),
+            "features": " ".join(fp.get("mxnet_features") or []) or "n/a (<1.5)",
+            "cpu": (fp.get("cpu") or {}).get("model"),
+            "cpu flags": " ".join((fp.get("cpu") or {}).get("flags") or []),
+            "MXNET_/OMP_ variables": " ".join(f"{k}={v}" for k, v in sorted((fp.get("env") or {}).items())) or "-",
+        }
+    return pd.DataFrame(cols)

@@ -1,0 +1,128 @@
+"""A store in a local folder (the default: the kit home's ``store/``).
+
+An artifact is complete only when its ``manifest.json`` is present and every file
+hashes as the manifest says: downloads are verified in a staging folder before they are
+renamed into place, so an interrupted transfer never leaves a half artifact that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+from kit.common.errors import StoreError
+from kit.home import KitHome
+from kit.common import artifacts
+from kit.store.layout import INDEX, Ref, build_index, refs_from_manifest_paths
+
+
+class LocalStore:
+    """A store folder on this machine."""
+
+    #: kernels read and write it where it is
+    remote = False
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).expanduser().resolve()
+        self.url = str(self.root)
+
+    def working_copy(self, home: KitHome | None = None) -> LocalStore:
+        """The folder kernels read and write for this store: the store itself."""
+        return self
+
+    def refs(self) -> list[Ref]:
+        if not self.root.is_dir():
+            return []
+        rels = (
+            str(p.relative_to(self.root))
+            for p in self.root.rglob(artifacts.MANIFEST)
+            if not any(part.startswith(".") and part != artifacts.VERSIONS for part in p.relative_to(self.root).parts)
+        )
+        return refs_from_manifest_paths(rels)
+
+    def path(self, ref: Ref) -> Path:
+        return self.root / ref.rel
+
+    def manifest(self, ref: Ref) -> dict:
+        return json.loads((self.path(ref) / artifacts.MANIFEST).read_text())
+
+    def manifest_or_none(self, ref: Ref) -> dict | None:
+        try:
+            return self.manifest(ref)
+        except (OSError, ValueError):
+            return None
+
+    def problems(self, ref: Ref) -> list[str]:
+        """Files of ``ref`` that are missing or do not hash as its manifest says."""
+        try:
+            manifest = self.manifest(ref)
+        except (OSError, ValueError) as e:
+            return [f"manifest.json: {e}"]
+        return artifacts.verify(str(self.path(ref)), manifest)
+
+    def keep_train_notebook(self, notebook: str | os.PathLike, saved_by: str, release: str) -> int:
+        """Copy the executed train notebook into every artifact of ``release`` its step saved (manifest
+        ``saved_by``), hashed in the manifest, so it is pushed, pulled and bundled with them; how many."""
+        kept = 0
+        for ref in self.refs():
+            if ref.release != release or ref.version is not None:
+                continue
+            try:
+                manifest = self.manifest(ref)
+            except (OSError, ValueError):
+                continue  # a broken artifact is reported as corrupt by the reload, not here
+            if manifest.get("saved_by") == saved_by:
+                artifacts.attach_file(str(self.path(ref)), artifacts.TRAIN_NOTEBOOK, str(notebook))
+                kept += 1
+        return kept
+
+    def write_index(self) -> dict:
+        index = build_index(self)
+        self.root.mkdir(parents=True, exist_ok=True)
+        artifacts.write_json_atomic(str(self.root / INDEX), index)
+        return index
+
+    def commit(self, ref: Ref, staged: Path) -> None:
+        """Move a verified download into place; a current artifact it replaces that holds other weights is
+        kept under ``.versions/``, as a retrain keeps it (a local retrain not yet pushed is never lost)."""
+        final = self.path(ref)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        archive = None
+        if ref.version is None:
+            archive = os.path.dirname(artifacts.version_dir(str(self.root), ref.release, ref.model, ref.api, "-"))
+        artifacts.commit_dir(str(staged), str(final), archive=archive)
+
+    def exclusive(self, rel: str, run_id: str | None = None):
+        """Hold ``rel``'s lock: one writer at a time across processes on this machine."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return artifacts.locked(str(self.root / rel))
+
+    def staging(self, ref: Ref) -> Path:
+        return Path(artifacts.staging_dir(str(self.path(ref))))
+
+    def write_blob(self, rel: str, data: bytes) -> None:
+        """A file that is not an artifact (a remote step's outputs under ``.runs/``), written atomically."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+            raise StoreError(f"cannot write {self.url}/{rel}: {e}") from None
+
+    def read_blob(self, rel: str) -> bytes:
+        try:
+            return (self.root / rel).read_bytes()
+        except OSError as e:
+            raise StoreError(f"cannot read {self.url}/{rel}: {e}") from None
+
+    def list_blobs(self, prefix: str) -> list[str]:
+        """Paths of the files under ``prefix`` (relative to the store root)."""
+        base = self.root / prefix
+        return (
+            sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        )
