@@ -3,6 +3,16 @@
 Imported on both sides (host and kernel), so it stays Python 3.6 clean.
 """
 
+#: what the CLI exits with, in one place: 0 every backward cell compatible, 1 regressions found, 2 a usage
+#: error (refused before any work), 3 the run or an environment itself broke
+EXIT_OK, EXIT_REGRESSIONS, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
+EXIT_MEANINGS = {
+    EXIT_OK: "compatible",
+    EXIT_REGRESSIONS: "regressions found",
+    EXIT_USAGE: "usage error",
+    EXIT_BROKEN: "a step broke",
+}
+
 
 class KitError(Exception):
     """Root of every error the kit raises on purpose.
@@ -11,7 +21,7 @@ class KitError(Exception):
     exits with (2 usage error, 3 the run or an environment itself broke).
     """
 
-    exit_code = 3
+    exit_code = EXIT_BROKEN
 
     def __init__(self, message, hint=None):
         super(KitError, self).__init__(message)
@@ -27,7 +37,7 @@ class KitError(Exception):
 class UsageError(KitError):
     """Bad input from the user: nothing was started."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class UnknownReleaseError(UsageError):

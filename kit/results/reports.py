@@ -14,8 +14,8 @@ from kit.common.verdicts import SEVERITY
 from kit.results.records import is_failure
 from kit.results.signatures import Group
 
-EXIT_OK, EXIT_REGRESSIONS, EXIT_BROKEN = 0, 1, 3  # 2, a usage error, is UsageError.exit_code
-EXIT_MEANINGS = {EXIT_OK: "compatible", EXIT_REGRESSIONS: "regressions found"}
+from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS  # noqa: F401 - re-exported
+
 COLUMNS = [
     "saved_with",
     "model",
