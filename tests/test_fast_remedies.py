@@ -94,8 +94,12 @@ def test_a_group_says_which_remedy_fixed_how_many_of_its_cells():
 
 def test_a_record_written_before_remedies_existed_is_said_so():
     old = rec("lstm", "export", "1.9.1", "2.0.0b1", "infer-error", SHAPE, None)
+    del old["remedy"]  # its schema had no such field
     [group] = group_records([old])
     assert group.remedy["status"] == "none" and "before remedies existed" in remedy_text(group)
+    moved = rec("mlp", "export", "1.4.1", "1.9.1", "drift", "past tolerance", None)
+    [numeric] = group_records([moved])
+    assert "no remedy changes numbers" in remedy_text(numeric)
 
 
 def test_the_headline_counts_incompatibilities_with_and_without_a_verified_remedy():

@@ -92,7 +92,14 @@ def test_records_table_junit_and_markdown_agree(first_run):
     assert sum(int(s.get("failures")) for s in suites) == 0
     md = (d / "summary.md").read_text()
     assert "**Exit code 0 (compatible)**: no incompatibility found." in md and "| backward | close |" in md
-    assert lines[0].split(",")[-4:] == ["signature_id", "signature", "notebook", "record_file"]
+    assert lines[0].split(",")[-6:] == [
+        "signature_id",
+        "signature",
+        "remedy",
+        "remedy_verdict",
+        "notebook",
+        "record_file",
+    ]
 
 
 def test_executed_notebooks_record_their_kernel_and_string_parameters(first_run):
@@ -323,7 +330,10 @@ def test_injected_failures_form_one_group_each_and_compare_names_the_new_one(fir
         ("lenet", "c_predict", OLDEST): unknown,
     }
     md = (runs / "two" / "summary.md").read_text()
-    assert "**Exit code 1 (regressions found)**: 2 distinct backward incompatibilities (3 cells)." in md
+    assert (
+        "**Exit code 1 (regressions found)**: 2 distinct backward incompatibilities (3 cells; 0 with a verified "
+        "remedy, 2 without)." in md
+    )  # an unknown operator and a perturbed weight: nothing a migrating user could change
     assert f"- `{unknown}`: saved with {OLDEST}; 2 cells (lenet; c_predict, export)" in md
     failures = [f for s in ET.parse(runs / "two" / "junit.xml").getroot() for c in s for f in c.findall("failure")]
     assert len(failures) == 3 and {f.get("message").split("] ")[1] for f in failures} == {

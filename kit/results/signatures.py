@@ -220,7 +220,7 @@ def remedy_of(members: list[dict]) -> dict:
             also = entry.setdefault("alternatives", [])
             also += [a for a in remedy.get("alternatives") or [] if a not in also]
         else:
-            reason = remedy.get("why_none") or "no remedy was tried (a record written before remedies existed)"
+            reason = remedy.get("why_none") or _untried(rec)
             why[reason] = why.get(reason, 0) + 1
     fixed = sum(e["cells"] for e in by.values())
     status = VERIFIED if fixed == len(members) else PARTIAL if fixed else NONE
@@ -232,6 +232,15 @@ def remedy_of(members: list[dict]) -> dict:
         "by": sorted(by.values(), key=lambda e: -e["cells"]),
         "why_none": max(why, key=lambda k: why[k]) if why else None,
     }
+
+
+def _untried(rec: dict) -> str:
+    """Why a failing record has no remedy attempt."""
+    if "remedy" not in rec:
+        return "no remedy was tried (a record written before remedies existed)"
+    if rec["verdict"] in (DRIFT, MISMATCH, CLOSE):
+        return "the outputs moved; no remedy changes numbers (mxcompat investigate finds the layer where it starts)"
+    return "no remedy applies to this failure"
 
 
 def remedy_text(group: Group) -> str:
