@@ -153,3 +153,9 @@ def test_every_figure_file_the_docs_name_is_committed():
         ).stdout.split()
     )
     assert named <= tracked, named - tracked
+
+
+def test_no_doc_names_a_path_outside_the_clone():
+    """Links outside the repository are the checker's; a bare ../shared path in the prose is this test's."""
+    for path in [*USER_DOCS, REPO / "bench" / "README.md", REPO / "CHANGELOG.md"]:
+        assert "../shared" not in path.read_text(encoding="utf-8"), path
