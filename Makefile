@@ -46,12 +46,14 @@ test: setup browser
 test-fast: setup
 	$(BIN)/python -m pytest -m "not envs" $(PYTEST_ARGS)
 
-# ruff (check and format), the import contracts in pyproject.toml, and common+kernel parsed by Python 3.6
+# ruff (check and format), the import contracts in pyproject.toml, common+kernel parsed by Python 3.6, and every
+# command, make target, link and path the docs show checked against the real CLI and tree
 lint: setup
 	$(BIN)/ruff check kit tests bench scripts
 	$(BIN)/ruff format --check kit tests bench scripts
 	$(BIN)/lint-imports
 	py36=$$(scripts/find-python.sh 3.6) && "$$py36" scripts/check-py36.py
+	$(BIN)/python scripts/check-docs.py
 
 clean-envs:
 	$(BIN)/mxcompat env remove --all
