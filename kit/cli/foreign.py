@@ -1,0 +1,149 @@
+"""`mxcompat check-model`: your own checkpoint, checked like the zoo's.
+
+(MXNet's own checker's models come in through `mxcompat store import-mbcc`, in the store group.)
+"""
+
+from __future__ import annotations
+
+import click
+
+from kit.cli.options import (
+    allow_list_option,
+    csv_list,
+    handle_errors,
+    jobs_option,
+    run_id_option,
+    runs_dir_option,
+    store_option,
+    tolerance_option,
+)
+from kit.cli.run import report_outcome
+from kit.common.errors import UsageError
+from kit.envs.manager import EnvManager
+from kit.envs.selection import HELP as SELECTION_HELP
+from kit.home import KitHome
+
+
+@click.command("check-model", short_help="Check your own checkpoint on the releases you upgrade to.")
+@click.argument("prefix")
+@click.option("--epoch", default=0, show_default=True, type=click.IntRange(0), help="Picks PREFIX-NNNN.params.")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME:SHAPE[:DTYPE]",
+    help="A graph input and its shape with the batch first, e.g. data:1,3,224,224 (repeatable).",
+)
+@click.option("--label-names", metavar="N,...", help="Label inputs of loss heads such as SoftmaxOutput.")
+@click.option(
+    "--saved-with",
+    "--reference-version",
+    "reference_version",
+    required=True,
+    metavar="RELEASE",
+    help="The release whose outputs are the reference (--reference-version: the old name).",
+)
+@click.option(
+    "--load",
+    "load",
+    required=True,
+    metavar="V,...",
+    help="Releases to reload the checkpoint in: " + SELECTION_HELP + ".",
+)
+@click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
+@click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
+@click.option("--image", metavar="FILE", help="An image file as the input, decoded by MXNet, see --preprocess.")
+@click.option(
+    "--preprocess",
+    metavar="SPEC",
+    help="For --image: 'resize=224,224;mean=0.485,0.456,0.406;std=0.229,0.224,0.225;layout=NCHW'.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the generated inputs.")
+@store_option(help="Local store to keep the checkpoint's reference in (default: the kit home's store/).")
+@run_id_option()
+@runs_dir_option
+@jobs_option(1, "Steps (notebook runs)")
+@tolerance_option
+@allow_list_option
+@click.option("--forward", is_flag=True, help="Also reload in releases older than the reference.")
+@handle_errors
+def check_model_cmd(
+    prefix,
+    epoch,
+    inputs,
+    label_names,
+    reference_version,
+    load,
+    name,
+    data,
+    image,
+    preprocess,
+    seed,
+    store,
+    run_id,
+    runs_dir,
+    jobs,
+    tolerance,
+    allow_list,
+    forward,
+):
+    """Will this checkpoint give the same outputs on the releases I upgrade to?
+
+    PREFIX-symbol.json + PREFIX-NNNN.params (a Module checkpoint or a Gluon export, any
+    release, legacy formats included) gets reference outputs in --saved-with on
+    deterministic inputs (or --data / --image), then the same run as `mxcompat run`:
+    records, summary, bundles, exit codes.
+
+    \b
+      mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
+          --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
+    """
+    from kit.envs import selection
+    from kit.foreign import check_model
+    from kit.orchestrate import matrix, request
+    from kit.store import open_store
+
+    home = KitHome()
+    parsed = [check_model.parse_input(i) for i in inputs]
+    loads = selection.expand(load, EnvManager(home), flag="--load")
+    req = request.RunRequest(
+        save=[reference_version],
+        load=loads,
+        models=[],
+        apis=[check_model.API],
+        forward=forward,
+        tolerance=request.parse_tolerance(tolerance),
+        allow_list=allow_list,
+        store=store,
+        foreign=True,
+    )
+    request.validate(req, EnvManager(home))
+    if store and open_store(store).remote:
+        raise UsageError(
+            "check-model keeps its reference in a local store; push it afterwards with mxcompat store push"
+        )
+    manifest = check_model.prepare(
+        prefix,
+        epoch,
+        name=name,
+        reference=reference_version,
+        inputs=parsed,
+        label_names=csv_list(label_names),
+        store=open_store(store, home=home).root,
+        home=home,
+        data=data,
+        image=image,
+        preprocess=check_model.parse_preprocess(preprocess),
+        seed=seed,
+    )
+    recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
+    click.echo(
+        f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {reference_version} "
+        f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
+        f"param_version {manifest['param_version']})"
+    )
+    req.models = [manifest["model"]]
+    outcome = matrix.run_matrix(
+        req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home, progress_line=None
+    )
+    report_outcome(outcome)
