@@ -1,8 +1,63 @@
-"""Every usage error of the env commands: refused with a clear message and exit code 2, before any work."""
+"""The CLI's shape (every option explained, shared options worded once, no import circle) and every usage error
+of the env and run commands: refused with a clear message and exit code 2, before any work."""
 
+import ast
+
+import click
 import pytest
 
 from conftest import run_cli
+from helpers import REPO
+from kit.cli import main
+from kit.cli.options import RUNS_DIR_HELP
+
+
+def commands(cmd: click.Command = main, path: str = "mxcompat"):
+    """(command path, command) for the group and every command under it."""
+    yield path, cmd
+    for name, sub in getattr(cmd, "commands", {}).items():
+        yield from commands(sub, f"{path} {name}")
+
+
+def test_every_command_and_option_has_help():
+    missing = []
+    for path, cmd in commands():
+        if not (cmd.help or cmd.short_help):
+            missing.append(path)
+        missing += [f"{path} {p.opts[0]}" for p in cmd.params if isinstance(p, click.Option) and not p.help]
+        for name, sub in getattr(cmd, "commands", {}).items():  # a group's list fits 80 columns, uncut
+            if sub.get_short_help_str(limit=60).endswith("..."):
+                missing.append(f"{path} {name}: a one-line help of at most 60 characters (short_help)")
+    assert not missing, missing
+
+
+def test_a_shared_option_says_the_same_everywhere():
+    helps = {}
+    for path, cmd in commands():
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                helps.setdefault(p.opts[0], {})[path] = p.help
+    runs_dir = helps["--runs-dir"]
+    assert len(runs_dir) >= 7, runs_dir  # run, check-model, investigate, convert, bisect, bundle, report, compare
+    assert set(runs_dir.values()) == {RUNS_DIR_HELP}, runs_dir
+    for flag in ("--tolerance", "--allow-list"):
+        assert len(set(helps[flag].values())) == 1, helps[flag]
+
+
+def test_the_command_modules_do_not_import_the_group_back():
+    """kit/cli/__init__.py imports the command modules; none of them imports kit.cli itself (an import circle)."""
+    for path in sorted((REPO / "kit" / "cli").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module] if node.module != "kit" else [f"kit.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert "kit.cli" not in names, f"{path.name} imports kit.cli"
+        assert len(path.read_text().splitlines()) < 500, path.name
 
 
 @pytest.mark.parametrize(
