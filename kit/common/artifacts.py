@@ -105,7 +105,8 @@ def read_json(path):
 
 
 def artifact_dir(store, release, model, api):
-    return os.path.join(store, release, model, api)
+    """Where the current artifact of (release, model, API) lives: ``<store>/<release>/<model>/<api>/``."""
+    return os.path.join(str(store), release, model, api)
 
 
 def staging_dir(final):
@@ -128,9 +129,14 @@ def identity(manifest):
     return "%s-%s" % (manifest.get("model_version"), manifest.get("param_version"))
 
 
+def archive_dir(store, release, model, api):
+    """The folder that keeps an artifact's replaced versions: ``<store>/.versions/<release>/<model>/<api>/``."""
+    return os.path.join(store, VERSIONS, release, model, api)
+
+
 def version_dir(store, release, model, api, ident):
     """Where a replaced artifact version is kept: ``<store>/.versions/<release>/<model>/<api>/<identity>/``."""
-    return os.path.join(store, VERSIONS, release, model, api, ident)
+    return os.path.join(archive_dir(store, release, model, api), ident)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,8 @@ def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
         "archived": archived,
         "model_version": None,
         "param_version": None,
+        "saved_fingerprint": None,  # the saving environment's, from the artifact's manifest
+        "loaded_fingerprint": None,
         "verdict": None,
         "reason": None,
         "error_type": None,

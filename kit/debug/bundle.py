@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 from kit.results.cells import Cell
+from kit.common import artifacts
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
 from kit.common.errors import UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
@@ -167,7 +168,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     record = json.loads(record_path.read_text())
     investigation_path = run.dir / "investigate" / f"{cell.slug}.json"
     investigation = json.loads(investigation_path.read_text()) if investigation_path.is_file() else None
-    artifact = Path(manifest["store"]) / cell.saved / cell.model / cell.api
+    artifact = Path(artifacts.artifact_dir(manifest["store"], cell.saved, cell.model, cell.api))
     artifact_manifest = artifact / MANIFEST
     notebooks = [
         ("train", f"mxnet-{cell.saved}", _train_notebook(run, artifact, cell.saved)),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from papermill.exceptions import PapermillExecutionError
 
+from kit.common import artifacts
 from kit.results.cells import Cell
 from kit.envs.manager import EnvManager
 from kit.common.errors import EnvBuildError, KitError, UsageError
@@ -42,7 +43,7 @@ def investigate_cell(
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
     store = Path(manifest["store"])
-    artifact = store / cell.saved / cell.model / cell.api
+    artifact = Path(artifacts.artifact_dir(store, cell.saved, cell.model, cell.api))
     if not (artifact / "manifest.json").is_file():
         raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
     manager = EnvManager(home)

@@ -126,7 +126,7 @@ def prepare(
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
             raise EnvBuildError(f"computing the reference in MXNet {reference} failed:\n{tail}")
-        archive = Path(artifacts.version_dir(str(store), reference, name, API, "x")).parent
+        archive = Path(artifacts.archive_dir(str(store), reference, name, API))
         artifacts.commit_dir(str(staged), str(final), archive=str(archive))
     finally:
         shutil.rmtree(staged, ignore_errors=True)

@@ -453,7 +453,7 @@ def layout_folder(m: _Model) -> str:
 
 
 def _commit(folder: str, store: str, release: str, model: str, api: str) -> None:
-    archive = os.path.dirname(artifacts.version_dir(store, release, model, api, "x"))
+    archive = artifacts.archive_dir(store, release, model, api)
     artifacts.commit_dir(folder, artifacts.artifact_dir(store, release, model, api), archive=archive)
 
 

@@ -11,7 +11,7 @@ into a JSON-able description that no release's naming enters:
   (role: weight, bias, gamma, beta, running_mean, running_var ...), without names;
 - ``inputs`` (per-sample shape and dtype), ``labels`` (how many) and ``outputs`` (edges).
 
-Those parts are what :func:`fingerprint` hashes. Beside them, ``names`` holds the
+Those parts are what :func:`model_version` hashes. Beside them, ``names`` holds the
 parameter, input and label names (1.x gluon prefixes them, 2.0 names them by structure)
 and ``source`` the release and the graph's own operator names; neither is hashed.
 
@@ -51,11 +51,11 @@ import json
 import math
 import warnings
 
-#: bump when what a description holds, or how it is normalized, changes (fingerprints change with it)
+#: bump when what a description holds, or how it is normalized, changes (model versions change with it)
 FORMAT = 1
 #: the file in an artifact folder that holds the architecture its saving release built
 FILE = "architecture.json"
-#: the parts of a description :func:`fingerprint` hashes (no names, no release)
+#: the parts of a description :func:`model_version` hashes (no names, no release)
 HASHED = ("format", "inputs", "labels", "nodes", "params", "outputs")
 
 #: attributes that do not define what a node computes: where it runs and which kernel runs it
@@ -428,7 +428,7 @@ def _number(value):
     return int(value) if value.is_integer() and abs(value) < 1e15 else value
 
 
-# -- fingerprints and differences ------------------------------------------------------------------------------
+# -- model versions and differences ------------------------------------------------------------------------------
 def structure(description):
     """The hashed part of a description: no parameter, input or node names, no release."""
     return dict((k, description[k]) for k in HASHED if k in description)
@@ -438,19 +438,19 @@ def canonical_json(description):
     return json.dumps(structure(description), sort_keys=True, separators=(",", ":"))
 
 
-def fingerprint(description):
+def model_version(description):
     """16 hex digits of the SHA-256 of the description's structure (:func:`structure`) as canonical JSON."""
     return hashlib.sha256(canonical_json(description).encode("utf-8")).hexdigest()[:16]
 
 
 def diff(a, b, limit=10):
-    """Short sentences on how architecture ``b`` differs from ``a``; ``[]`` when their fingerprints are equal.
+    """Short sentences on how architecture ``b`` differs from ``a``; ``[]`` when their model versions are equal.
 
     Nodes are aligned by the longest matching runs of their operator names (difflib), then compared
     pair by pair: operator, attributes, parameter shapes and edges. The same change at several
     nodes is one sentence naming them. At most ``limit`` sentences, the last saying how many more there are.
     """
-    if fingerprint(a) == fingerprint(b):
+    if model_version(a) == model_version(b):
         return []
     out = []
     if a.get("format") != b.get("format"):
@@ -495,7 +495,7 @@ def diff(a, b, limit=10):
     if mapped != [_b_edge(e) for e in b["outputs"]]:
         out.append("outputs %s -> %s" % (", ".join(a["outputs"]), ", ".join(b["outputs"])))
     if not out:
-        out.append("fingerprints differ: %s -> %s" % (fingerprint(a), fingerprint(b)))
+        out.append("model versions differ: %s -> %s" % (model_version(a), model_version(b)))
     if len(out) > limit:  # the last line says how many were left out
         out = out[: max(limit - 1, 0)] + ["... %d more differences" % (len(out) - max(limit - 1, 0))]
     return out

@@ -261,7 +261,7 @@ def model_code_change(loaded, model, path, manifest):
         built = _BUILT[key]
     except Exception:  # noqa: BLE001 - no graph to compare here; the verdict still stands on the outputs
         return None
-    before, now = architecture.fingerprint(saved), architecture.fingerprint(built)
+    before, now = architecture.model_version(saved), architecture.model_version(built)
     if before == now:
         return None
     return {"saved_with": before, "loaded_with": now, "diff": architecture.diff(saved, built)}

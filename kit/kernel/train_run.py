@@ -145,7 +145,7 @@ def _row(model, api, status, path, reason=None, error=None, tb=None, **extra):
 def _builds_pinned(spec, release, pin):
     """``(True, None)`` when ``release`` builds the architecture ``pin`` names for ``spec``, else why not."""
     arch = _architecture(spec, release)
-    built = architecture.fingerprint(arch) if arch is not None else "none (no graph)"
+    built = architecture.model_version(arch) if arch is not None else "none (no graph)"
     if built.startswith(pin):
         return True, None
     return False, "the run pins %s's architecture %s; MXNet %s builds %s" % (spec.name, pin, release, built)
@@ -218,7 +218,7 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
         arch = getattr(trained, "architecture", None)
         if arch is not None:  # the model version is the architecture built, the param version the weights
             artifacts.write_json_atomic(os.path.join(tmp, architecture.FILE), arch)
-            manifest["model_version"] = architecture.fingerprint(arch)
+            manifest["model_version"] = architecture.model_version(arch)
             manifest["architecture"] = {"file": architecture.FILE, "code_version": spec.version}
         manifest["internals"] = internals.record(adapter, spec, release, tmp, manifest, ref_cases["batch"])
         manifest["parameters"] = _once(trained, "parameters", lambda: _param_table(trained.param_arrays()))
@@ -242,7 +242,7 @@ def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
         manifest["save_seconds"] = round(time.time() - started, 3)
         artifacts.write_json_atomic(os.path.join(tmp, artifacts.MANIFEST), manifest)
         store = os.path.dirname(os.path.dirname(os.path.dirname(final)))
-        archive = os.path.dirname(artifacts.version_dir(store, release, spec.name, api, "x"))
+        archive = artifacts.archive_dir(store, release, spec.name, api)
         artifacts.commit_dir(tmp, final, archive=archive)
     except Exception as e:
         shutil.rmtree(tmp, ignore_errors=True)

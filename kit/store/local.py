@@ -91,7 +91,7 @@ class LocalStore:
         final.parent.mkdir(parents=True, exist_ok=True)
         archive = None
         if ref.version is None:
-            archive = os.path.dirname(artifacts.version_dir(str(self.root), ref.release, ref.model, ref.api, "-"))
+            archive = artifacts.archive_dir(str(self.root), ref.release, ref.model, ref.api)
         artifacts.commit_dir(str(staged), str(final), archive=archive)
 
     def exclusive(self, rel: str, run_id: str | None = None):

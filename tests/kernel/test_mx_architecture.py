@@ -69,19 +69,19 @@ def test_describe_and_fingerprint_are_deterministic_for_the_core_models():
     again = _core_descriptions()
     assert sorted(again) == sorted(first)
     for name, description in first.items():
-        fp = architecture.fingerprint(description)
+        fp = architecture.model_version(description)
         assert len(fp) == 16 and int(fp, 16) >= 0, name
-        assert architecture.fingerprint(again[name]) == fp, name
+        assert architecture.model_version(again[name]) == fp, name
         assert architecture.structure(again[name]) == architecture.structure(description), name
         # JSON-able, and the fingerprint survives the round trip
-        assert architecture.fingerprint(json.loads(json.dumps(description))) == fp, name
+        assert architecture.model_version(json.loads(json.dumps(description))) == fp, name
         assert description["source"]["release"] == _running()
         assert len(description["source"]["ops"]) == len(description["nodes"]), name
 
 
 def test_fingerprints_differ_between_models():
     descriptions = _core_descriptions()
-    fingerprints = dict((name, architecture.fingerprint(d)) for name, d in descriptions.items())
+    fingerprints = dict((name, architecture.model_version(d)) for name, d in descriptions.items())
     assert len(set(fingerprints.values())) == len(fingerprints), fingerprints
 
 
@@ -140,13 +140,13 @@ def test_no_parameter_names_in_the_hashed_part():
         a, b = zoo.build_lenet(_running()), zoo._sequential("other_", zoo.layers.lenet)
         da, db = (architecture.describe(n, zoo.get("lenet").input_specs(_running())) for n in (a, b))
         assert da["names"]["params"] != db["names"]["params"]
-        assert architecture.fingerprint(da) == architecture.fingerprint(db)
+        assert architecture.model_version(da) == architecture.model_version(db)
         assert architecture.diff(da, db) == []
 
 
 def test_diff_names_a_changed_activation():
     relu, tanh = _describe(_net("relu")), _describe(_net("tanh"))
-    assert architecture.fingerprint(relu) != architecture.fingerprint(tanh)
+    assert architecture.model_version(relu) != architecture.model_version(tanh)
     assert architecture.diff(relu, tanh) == ["node 1 Activation: act_type relu -> tanh"]
     assert architecture.diff(relu, _describe(_net("relu"))) == []
     # MobileNetV2's change in 1.3: relu became relu6, a clip(0, 6) node
@@ -163,7 +163,7 @@ def test_diff_names_a_changed_stride():
         # the dense layer after it sees fewer inputs: its weight has another shape
         "node 2 FullyConnected: weight shape (2, 144) -> (2, 36)",
     ]
-    assert architecture.fingerprint(one) != architecture.fingerprint(two)
+    assert architecture.model_version(one) != architecture.model_version(two)
 
 
 def test_diff_aligns_inserted_nodes_and_stops_at_the_limit():
@@ -242,6 +242,6 @@ def test_core_fingerprints_are_the_same_in_every_release():
     assert architecture.FORMAT == 1  # a new format measures these again
     descriptions = _core_descriptions()
     for name, expected in SAME_IN_EVERY_RELEASE.items():
-        assert architecture.fingerprint(descriptions[name]) == expected, (name, descriptions[name])
+        assert architecture.model_version(descriptions[name]) == expected, (name, descriptions[name])
     kind = zoo.get("symbolic").kind_in(_running())
-    assert architecture.fingerprint(descriptions["symbolic"]) == SYMBOLIC[kind], descriptions["symbolic"]
+    assert architecture.model_version(descriptions["symbolic"]) == SYMBOLIC[kind], descriptions["symbolic"]
