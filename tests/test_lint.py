@@ -61,6 +61,12 @@ def test_the_contracts_name_every_host_package():
     assert set(acyclic["ancestors"]) >= {p for p in host if (REPO / p.replace(".", "/")).is_dir()}
 
 
+def test_no_module_is_over_500_lines_but_the_architecture_fingerprint():
+    lengths = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in (REPO / "kit").rglob("*.py")}
+    long = {path: n for path, n in lengths.items() if n > 500 and not path.endswith("kernel/architecture.py")}
+    assert not long, long
+
+
 def test_the_repository_keeps_every_contract():
     proc = _lint(REPO)
     assert proc.returncode == 0, proc.stdout[-3000:]
