@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     home = KitHome(Path(args.home)) if args.home else KitHome()
     if args.create:
         manager = EnvManager(home)
-        manager.create([manager.plan(manager.resolve(n), allow_fallback=True) for n in names], jobs=2)
+        manager.create([manager.build_plan(manager.resolve(n), allow_fallback=True) for n in names], jobs=2)
     result = run(names, settings, home)
     out = Path(args.out) if args.out else REPO / "bench" / "results" / f"e2e-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -101,7 +101,7 @@ def provisioning(names, home, pip_sample):
             env_dir = manager.home.env_dir(name)
             if env_dir.exists():
                 manager.remove(name)
-            plan = manager.plan(manager.resolve(name), allow_fallback=True)
+            plan = manager.build_plan(manager.resolve(name), allow_fallback=True)
             result = manager.create([plan], jobs=1)[0]
             if result.error:
                 raise RuntimeError(str(result.error))
@@ -263,7 +263,7 @@ def main():
         result["provisioning"] = provisioning(names, home, sample)
     else:
         manager = EnvManager(KitHome(home))
-        manager.create([manager.plan(manager.resolve(n), allow_fallback=True) for n in names], jobs=2)
+        manager.create([manager.build_plan(manager.resolve(n), allow_fallback=True) for n in names], jobs=2)
     if "matrix" in sections:
         print("matrix, --jobs 1 and --jobs 2", flush=True)
         result["matrix"] = {"jobs1": matrix(names, home, 1, "full-j1"), "jobs2": matrix(names, home, 2, "full-j2")}

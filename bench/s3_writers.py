@@ -38,13 +38,13 @@ def _commit(local, pv, saved_at):
 
 def _pusher(kit, url, local, name, versions, out):
     sys.path.insert(0, kit)
-    from kit import store as store_mod
+    from kit import store as stores
 
     errors = []
     for i in range(versions):
         _commit(local, "%s%02d" % (name, i), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         try:
-            store_mod.push(store_mod.LocalStore(local), store_mod.open_store(url))
+            stores.push(stores.LocalStore(local), stores.open_store(url))
         except Exception as e:  # noqa: BLE001 - counted: a push that fails is what is measured
             errors.append("%s: %s" % (type(e).__name__, str(e)[:160]))
     Path(out).write_text(json.dumps(errors))
@@ -52,14 +52,14 @@ def _pusher(kit, url, local, name, versions, out):
 
 def _puller(kit, url, local, seconds, out):
     sys.path.insert(0, kit)
-    from kit import store as store_mod
+    from kit import store as stores
 
-    dest = store_mod.LocalStore(local)
+    dest = stores.LocalStore(local)
     pulls, torn, errors = 0, 0, []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            store_mod.pull(store_mod.open_store(url), dest)
+            stores.pull(stores.open_store(url), dest)
             pulls += 1
         except Exception as e:  # noqa: BLE001
             errors.append("%s: %s" % (type(e).__name__, str(e)[:160]))
@@ -72,7 +72,7 @@ def trial(kit: str, versions: int, seconds: float, tmp: Path) -> dict:
     sys.path.insert(0, kit)
     import boto3
 
-    from kit import store as store_mod
+    from kit import store as stores
     from kit.common import artifacts
 
     proc, aws = s3_server.start()
@@ -81,7 +81,7 @@ def trial(kit: str, versions: int, seconds: float, tmp: Path) -> dict:
         boto3.client("s3").create_bucket(Bucket="writers")
         url = "s3://writers/b"
         _commit(str(tmp / "first"), "first00", "2026-01-01T00:00:00Z")
-        store_mod.push(store_mod.LocalStore(tmp / "first"), store_mod.open_store(url))
+        stores.push(stores.LocalStore(tmp / "first"), stores.open_store(url))
         ctx = multiprocessing.get_context("spawn")
         procs = [
             ctx.Process(target=_pusher, args=(kit, url, str(tmp / n), n, versions, str(tmp / f"{n}.json")))
@@ -94,7 +94,7 @@ def trial(kit: str, versions: int, seconds: float, tmp: Path) -> dict:
         for p in procs:
             p.join()
         wall = time.monotonic() - started
-        remote = store_mod.open_store(url)
+        remote = stores.open_store(url)
         held, not_verifying = set(), 0
         for ref in remote.refs():
             not_verifying += bool(remote.problems(ref))

@@ -18,12 +18,12 @@ import pytest
 
 from conftest import OLDEST, NEWEST, read_records, run_cli
 from helpers import start_kit
-from kit import store as store_mod
+from kit import store as stores
 from kit.common import artifacts
 from kit.store.lease import LEASES, LeaseBusy, S3Lease
 
 RELEASE, MODEL, API = "1.9.1", "lenet", "export"
-REF = store_mod.Ref(RELEASE, MODEL, API)
+REF = stores.Ref(RELEASE, MODEL, API)
 WRITES = 6  # versions each writer commits and pushes
 READ_FOR = 8.0  # seconds the reader keeps pulling
 
@@ -58,22 +58,22 @@ def _held(remote) -> dict:
 
 def _writer(url, local, name, env):
     os.environ.update(env)
-    remote = store_mod.open_store(url)
+    remote = stores.open_store(url)
     for i in range(WRITES):
         _commit(local, "%s%02d" % (name, i), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), size=10)
-        store_mod.push(store_mod.LocalStore(local), remote, run_id=name)
+        stores.push(stores.LocalStore(local), remote, run_id=name)
 
 
 def _reader(url, local, out, env):
     os.environ.update(env)
-    remote = store_mod.open_store(url)
-    dest = store_mod.LocalStore(local)
+    remote = stores.open_store(url)
+    dest = stores.LocalStore(local)
     pulls, torn, errors, seen = 0, 0, [], set()
     deadline = time.monotonic() + READ_FOR
     while time.monotonic() < deadline:
         try:
-            store_mod.pull(remote, dest)
-        except store_mod.StoreError as e:
+            stores.pull(remote, dest)
+        except stores.StoreError as e:
             errors.append(e.message)
             continue
         for ref in dest.refs():
@@ -88,10 +88,10 @@ def _reader(url, local, out, env):
 
 def test_two_pushers_and_a_puller_on_one_bucket_lose_nothing_and_tear_nothing(s3env, tmp_path):
     url = _bucket("kit-two-pushers")
-    remote = store_mod.open_store(url)
+    remote = stores.open_store(url)
     first = str(tmp_path / "first")
     _commit(first, "first00", "2026-01-01T00:00:00Z")
-    store_mod.push(store_mod.LocalStore(first), remote, run_id="first")
+    stores.push(stores.LocalStore(first), remote, run_id="first")
     ctx = multiprocessing.get_context("spawn")
     env = dict(s3env["env"])
     writers = [ctx.Process(target=_writer, args=(url, str(tmp_path / n), n, env)) for n in ("a", "b")]
@@ -109,30 +109,30 @@ def test_two_pushers_and_a_puller_on_one_bucket_lose_nothing_and_tear_nothing(s3
     assert set(held) == pushed  # every version pushed is current or kept under .versions
     assert sum(held.values()) == 1
     assert not remote.list_blobs(LEASES)  # every lease was given back
-    index = json.loads(remote.read_blob(store_mod.INDEX))
+    index = json.loads(remote.read_blob(stores.INDEX))
     assert len(index["artifacts"]) == len(pushed)  # the index names every version, whoever pushed last
 
 
 def test_a_stale_mirror_never_overwrites_a_newer_push(s3env, tmp_path):
     """Run B pulled v1; run A retrained to v2 and pushed; B's push keeps v2 current and loses none of v1, v3."""
-    remote = store_mod.open_store(_bucket("kit-stale-mirror"))
-    a, b = store_mod.LocalStore(tmp_path / "a"), store_mod.LocalStore(tmp_path / "b")
+    remote = stores.open_store(_bucket("kit-stale-mirror"))
+    a, b = stores.LocalStore(tmp_path / "a"), stores.LocalStore(tmp_path / "b")
     _commit(str(a.root), "v1", "2026-01-01T00:00:00Z")
-    store_mod.push(a, remote, run_id="a")
-    store_mod.pull(remote, b)
+    stores.push(a, remote, run_id="a")
+    stores.pull(remote, b)
     _commit(str(a.root), "v2", "2026-01-03T00:00:00Z")
     # v2 goes current; the bucket's v1 was copied to .versions/ first, so a's own copy of v1 is already there
-    assert store_mod.push(a, remote, run_id="a") == {"uploaded": 1, "unchanged": 1, "superseded": 0}
+    assert stores.push(a, remote, run_id="a") == {"uploaded": 1, "unchanged": 1, "superseded": 0}
     said = []
-    assert store_mod.push(b, remote, run_id="b", on_event=said.append) == {
+    assert stores.push(b, remote, run_id="b", on_event=said.append) == {
         "uploaded": 0, "unchanged": 0, "superseded": 1,
     }  # fmt: skip
     assert said and said[0].startswith(f"kept {remote.url}/{REF.rel} as it is: its copy is newer")
     assert _held(remote) == {"m-v2": True, "m-v1": False}
     _commit(str(b.root), "v3", "2026-01-02T00:00:00Z")  # b retrained, but before a did
-    assert store_mod.push(b, remote, run_id="b")["superseded"] == 1
+    assert stores.push(b, remote, run_id="b")["superseded"] == 1
     assert _held(remote) == {"m-v2": True, "m-v1": False, "m-v3": False}  # v3 kept, not current
-    store_mod.pull(remote, b)  # b catches up; its own v3 is kept locally, not dropped
+    stores.pull(remote, b)  # b catches up; its own v3 is kept locally, not dropped
     assert b.manifest(REF)["param_version"] == "v2"
     kept = {r.version for r in b.refs() if r.version}
     assert kept == {"m-v1", "m-v3"} and all(not b.problems(r) for r in b.refs())
@@ -140,14 +140,14 @@ def test_a_stale_mirror_never_overwrites_a_newer_push(s3env, tmp_path):
 
 def _hold_lease(url, run_id, env, ready):
     os.environ.update(env)
-    with S3Lease(store_mod.open_store(url), REF.rel, run_id=run_id):
+    with S3Lease(stores.open_store(url), REF.rel, run_id=run_id):
         open(ready, "w").close()
         time.sleep(300)
 
 
 def test_a_held_lease_makes_others_wait_and_a_dead_holders_is_taken_over(s3env, tmp_path):
     url = _bucket("kit-lease")
-    remote = store_mod.open_store(url)
+    remote = stores.open_store(url)
     ready = tmp_path / "ready"
     code = "import sys, test_concurrent_s3 as t; t._hold_lease(sys.argv[1], 'holder', {}, sys.argv[2])"
     holder = subprocess.Popen(
@@ -175,7 +175,7 @@ def test_a_held_lease_makes_others_wait_and_a_dead_holders_is_taken_over(s3env, 
 
 
 def test_a_lease_from_another_host_is_taken_over_only_once_expired(s3env, tmp_path):
-    remote = store_mod.open_store(_bucket("kit-lease-host"))
+    remote = stores.open_store(_bucket("kit-lease-host"))
     key = remote.key(f"{LEASES}/{REF.rel}.json")
     elsewhere = {"host": socket.gethostname() + "-elsewhere", "pid": 1, "run_id": "far", "taken_at": time.time()}
     boto3.client("s3").put_object(
@@ -208,7 +208,7 @@ def test_a_retraining_run_beside_a_reloading_run_on_one_bucket(built_envs, kit_h
     retraining = start_kit(["run", *common, "--run-id", "retrain", "--retrain", "--epochs", "2"], home=other, env=env)
     reloading = start_kit(["run", *common, "--run-id", "reload"], home=kit_home, env=env)
     assert retraining.wait(timeout=900) == 0 and reloading.wait(timeout=900) == 0
-    remote = store_mod.open_store(url)
+    remote = stores.open_store(url)
     held = {remote.manifest(r)["param_version"] for r in remote.refs() if remote.manifest(r).get("status") == "saved"}
     assert len(held) > len({r["param_version"] for r in read_records(runs / "baseline").values()})  # both kept
     for run_id in ("baseline", "retrain", "reload"):

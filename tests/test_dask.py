@@ -131,10 +131,10 @@ def test_matrix_runs_on_two_workers_through_the_store(dask_run, cluster):
 
 
 def test_artifacts_and_step_outputs_live_in_the_store(dask_run, cluster):
-    from kit import store as store_mod
+    from kit import store as stores
 
     os.environ.update(cluster["s3"]["env"])
-    remote = store_mod.open_store(f"s3://{BUCKET}/m")
+    remote = stores.open_store(f"s3://{BUCKET}/m")
     refs = {(r.release, r.model, r.api) for r in remote.refs()}
     assert len(refs) == 24
     keys = [o["Key"] for o in remote.client.list_objects_v2(Bucket=BUCKET, Prefix="m/.runs/on-dask/")["Contents"]]
@@ -189,10 +189,10 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_nothing(dask_run, cluster
     assert comparable(records) == comparable(dask_run["records"])  # nothing lost, nothing twice
     names = [p.name for p in (cluster["runs"] / "killed" / "records").iterdir()]
     assert len(names) == len(set(names)) == 45
-    from kit import store as store_mod
+    from kit import store as stores
 
     os.environ.update(cluster["s3"]["env"])
-    remote = store_mod.open_store(f"s3://{BUCKET}/m")
+    remote = stores.open_store(f"s3://{BUCKET}/m")
     keys = [o["Key"] for o in remote.client.list_objects_v2(Bucket=BUCKET, Prefix="m/.runs/killed/")["Contents"]]
     # only the attempt that finished uploaded anything: the killed one never reached the store
     assert len({k.split("/")[3] for k in keys} - {"started"}) == 2  # the two reload steps, once each

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import NEWEST, OLDEST, read_records, run_cli
 from helpers import REPO
-from kit import store as store_mod
+from kit import store as stores
 from kit.common import artifacts
 from kit.common.capabilities import APIS, MBCC_MODELS
 from kit.common.errors import UsageError
@@ -212,7 +212,7 @@ def test_the_checkers_bucket_imports_into_an_s3_store(source, s3env, kit_home):
         s3.upload_file(str(path), "mbcc-models", f"ci/{path.relative_to(source).as_posix()}")
     result = import_mbcc("s3://mbcc-models/ci", "s3://mbcc-models/kit", home=KitHome(kit_home), on_event=lambda m: None)
     assert sorted(c[1:] for c in result["imported"]) == CHECKER_1_9
-    remote = store_mod.open_store("s3://mbcc-models/kit")
+    remote = stores.open_store("s3://mbcc-models/kit")
     refs = [r for r in remote.refs() if r.version is None]
     assert len(refs) == len(MBCC_MODELS) * len(APIS)
     saved = [r for r in refs if remote.manifest(r)["status"] == "saved"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit import store as store_mod
+from kit import store as stores
 from kit.common.errors import UsageError
 from kit.execute.executors import EXECUTORS, executor_class, get_executor
 from kit.home import KitHome
@@ -88,14 +88,14 @@ def test_dask_needs_a_scheduler_and_a_store(tmp_path):
 
 
 def test_stores_by_scheme(tmp_path):
-    local = store_mod.open_store(tmp_path / "s")
+    local = stores.open_store(tmp_path / "s")
     assert local.remote is False and local.working_copy() is local
-    s3 = store_mod.open_store("s3://bucket/pre/fix", anonymous=True)
+    s3 = stores.open_store("s3://bucket/pre/fix", anonymous=True)
     assert s3.remote is True and (s3.bucket, s3.prefix) == ("bucket", "pre/fix")
     home = KitHome(tmp_path / "home")
     assert s3.working_copy(home).root == (tmp_path / "home" / "s3cache" / "bucket" / "pre/fix").resolve()
     with pytest.raises(UsageError, match="unsupported store") as e:
-        store_mod.open_store("gs://bucket/x")
+        stores.open_store("gs://bucket/x")
     assert "s3://" in e.value.hint
 
 

@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from conftest import NEWEST, OLDEST, read_records, run_cli
-from kit import store as store_mod
+from kit import store as stores
 from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
 from kit.store.s3 import S3Store
@@ -21,20 +21,20 @@ def make_bucket(name: str) -> str:
     return name
 
 
-def local_snapshot(st: store_mod.LocalStore) -> dict:
+def local_snapshot(st: stores.LocalStore) -> dict:
     return {r.rel: st.manifest(r)["files"] for r in st.refs()}
 
 
 @pytest.mark.envs
 def test_push_pull_round_trip(trained_store, s3env, tmp_path):
-    src = store_mod.LocalStore(trained_store["_store"])
+    src = stores.LocalStore(trained_store["_store"])
     bucket = make_bucket("kit-roundtrip")
-    remote = store_mod.open_store(f"s3://{bucket}/baselines")
-    counts = store_mod.push(src, remote)
+    remote = stores.open_store(f"s3://{bucket}/baselines")
+    counts = stores.push(src, remote)
     assert counts == {"uploaded": 56, "unchanged": 0, "superseded": 0}
-    assert store_mod.push(src, remote) == {"uploaded": 0, "unchanged": 56, "superseded": 0}  # nothing moves twice
-    dest = store_mod.LocalStore(tmp_path / "pulled")
-    assert store_mod.pull(remote, dest)["downloaded"] == 56
+    assert stores.push(src, remote) == {"uploaded": 0, "unchanged": 56, "superseded": 0}  # nothing moves twice
+    dest = stores.LocalStore(tmp_path / "pulled")
+    assert stores.pull(remote, dest)["downloaded"] == 56
     assert local_snapshot(dest) == local_snapshot(src)
     assert all(not dest.problems(r) for r in dest.refs())
     index = json.loads(boto3.client("s3").get_object(Bucket=bucket, Key="baselines/index.json")["Body"].read())
@@ -48,36 +48,36 @@ def test_push_pull_round_trip(trained_store, s3env, tmp_path):
 @pytest.mark.envs
 def test_anonymous_read_of_a_public_read_push(trained_store, s3env, tmp_path, monkeypatch):
     bucket = make_bucket("kit-public")
-    src = store_mod.LocalStore(trained_store["_store"])
-    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/pub", public_read=True), releases=[OLDEST], models=["mlp"])
-    store_mod.push(src, store_mod.open_store(f"s3://{bucket}/private"), releases=[OLDEST], models=["mlp"])
+    src = stores.LocalStore(trained_store["_store"])
+    stores.push(src, stores.open_store(f"s3://{bucket}/pub", public_read=True), releases=[OLDEST], models=["mlp"])
+    stores.push(src, stores.open_store(f"s3://{bucket}/private"), releases=[OLDEST], models=["mlp"])
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(var)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    anon = store_mod.open_store(f"s3://{bucket}/pub")
+    anon = stores.open_store(f"s3://{bucket}/pub")
     assert anon.anonymous
-    dest = store_mod.LocalStore(tmp_path / "anon")
-    assert store_mod.pull(anon, dest)["downloaded"] == 4
+    dest = stores.LocalStore(tmp_path / "anon")
+    assert stores.pull(anon, dest)["downloaded"] == 4
     assert not any(dest.problems(r) for r in dest.refs())
-    with pytest.raises(store_mod.StoreError):  # private objects stay private
-        store_mod.pull(store_mod.open_store(f"s3://{bucket}/private"), store_mod.LocalStore(tmp_path / "no"))
+    with pytest.raises(stores.StoreError):  # private objects stay private
+        stores.pull(stores.open_store(f"s3://{bucket}/private"), stores.LocalStore(tmp_path / "no"))
 
 
 @pytest.mark.envs
 def test_tampered_object_is_refused_and_nothing_is_written(trained_store, s3env, tmp_path):
     bucket = make_bucket("kit-tamper")
-    remote = store_mod.open_store(f"s3://{bucket}/b")
-    store_mod.push(
-        store_mod.LocalStore(trained_store["_store"]), remote, releases=[OLDEST], models=["lenet"], apis=["export"]
+    remote = stores.open_store(f"s3://{bucket}/b")
+    stores.push(
+        stores.LocalStore(trained_store["_store"]), remote, releases=[OLDEST], models=["lenet"], apis=["export"]
     )
     boto3.client("s3").put_object(Bucket=bucket, Key=f"b/{OLDEST}/lenet/export/model-0000.params", Body=b"evil")
-    dest = store_mod.LocalStore(tmp_path / "local")
-    with pytest.raises(store_mod.StoreError, match="sha256 mismatch in model-0000.params"):
-        store_mod.pull(remote, dest)
+    dest = stores.LocalStore(tmp_path / "local")
+    with pytest.raises(stores.StoreError, match="sha256 mismatch in model-0000.params"):
+        stores.pull(remote, dest)
     assert dest.refs() == []
     assert not [p for p in (tmp_path / "local").rglob("*") if p.is_file()]
-    assert remote.problems(store_mod.Ref(OLDEST, "lenet", "export")) == ["model-0000.params"]
+    assert remote.problems(stores.Ref(OLDEST, "lenet", "export")) == ["model-0000.params"]
     verify = run_cli("store", "verify", f"s3://{bucket}/b", home=tmp_path, env=dict(os.environ))
     assert verify.returncode == 1 and "CORRUPT" in verify.stdout
 
@@ -85,20 +85,20 @@ def test_tampered_object_is_refused_and_nothing_is_written(trained_store, s3env,
 @pytest.mark.envs
 def test_interrupted_upload_never_looks_complete(trained_store, s3env, monkeypatch):
     bucket = make_bucket("kit-interrupt")
-    remote = store_mod.open_store(f"s3://{bucket}/b")
-    src = store_mod.LocalStore(trained_store["_store"])
-    ref = store_mod.Ref(NEWEST, "mlp", "export")
+    remote = stores.open_store(f"s3://{bucket}/b")
+    src = stores.LocalStore(trained_store["_store"])
+    ref = stores.Ref(NEWEST, "mlp", "export")
     real_call = remote._call
     calls = {"n": 0}
 
     def failing(what, fn, *args, **kwargs):
         calls["n"] += 1
         if what.startswith("commit") and calls["n"] > 5:
-            raise store_mod.StoreError("connection lost (simulated)")
+            raise stores.StoreError("connection lost (simulated)")
         return real_call(what, fn, *args, **kwargs)
 
     monkeypatch.setattr(remote, "_call", failing)
-    with pytest.raises(store_mod.StoreError, match="simulated"):
+    with pytest.raises(stores.StoreError, match="simulated"):
         remote.upload(ref, src.path(ref))
     monkeypatch.setattr(remote, "_call", real_call)
     assert ref not in remote.refs()  # files may be there, but without a manifest it is not an artifact
@@ -116,10 +116,10 @@ def test_server_down_is_a_clear_error_after_bounded_retries(tmp_path, monkeypatc
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     remote = S3Store("s3://kit-down/b", endpoint_url=f"http://127.0.0.1:{port}", attempts=2)
-    dest = store_mod.LocalStore(tmp_path / "local")
+    dest = stores.LocalStore(tmp_path / "local")
     started = time.monotonic()
-    with pytest.raises(store_mod.StoreError) as e:
-        store_mod.pull(remote, dest)
+    with pytest.raises(stores.StoreError) as e:
+        stores.pull(remote, dest)
     assert time.monotonic() - started < 30
     assert "failed for s3://kit-down/b" in str(e.value) and f"127.0.0.1:{port}" in str(e.value)
     assert not (tmp_path / "local").exists() or not any((tmp_path / "local").rglob("*"))
@@ -142,7 +142,7 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
 
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
-    first = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    first = stores.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     old_pv = first.manifest["param_version"]
     mv = first.manifest["model_version"]
     run_notebook(
@@ -159,16 +159,16 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
         },
         home=KitHome(kit_home),
     )
-    current = store_mod.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    current = stores.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
     assert current.manifest["param_version"] != old_pv and current.path == store / NEWEST / "mlp" / "export"
-    kept = store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+    kept = stores.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
     assert kept.path == store / ".versions" / NEWEST / "mlp" / "export" / f"{mv}-{old_pv}"
     assert kept.manifest["files"] == first.manifest["files"]
     (kept.path / "model-0000.params").write_bytes(b"tampered")
-    with pytest.raises(store_mod.StoreError, match="does not verify"):
-        store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
-    with pytest.raises(store_mod.StoreError, match="versions there"):
-        store_mod.load("mlp", "export", mxnet_version=NEWEST, param_version="0" * 16, store=str(store))
+    with pytest.raises(stores.StoreError, match="does not verify"):
+        stores.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+    with pytest.raises(stores.StoreError, match="versions there"):
+        stores.load("mlp", "export", mxnet_version=NEWEST, param_version="0" * 16, store=str(store))
     listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
     assert f"{mv}-{old_pv}" in listing
 
@@ -183,7 +183,7 @@ def test_a_run_pushes_to_s3_and_a_second_run_reloads_from_an_empty_local_store(b
     first = run_cli(*args, "--run-id", "pusher", home=kit_home, env=env, timeout=900)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "pushed 24 artifact(s)" in first.stdout
-    cache = store_mod.open_store(url).working_copy(KitHome(kit_home)).root
+    cache = stores.open_store(url).working_copy(KitHome(kit_home)).root
     import shutil
 
     shutil.rmtree(cache)
@@ -205,7 +205,7 @@ def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained
 
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
-    first = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest
+    first = stores.load("mlp", "export", release=NEWEST, store=str(store)).manifest
     old_pv, mv = first["param_version"], first["model_version"]
     run_notebook(
         NOTEBOOKS / "train.ipynb",
@@ -214,7 +214,7 @@ def test_versions_all_reloads_every_kept_weights_version_as_its_own_cell(trained
         {"release": NEWEST, "store": str(store), "models": ["mlp"], "apis": ["export"], "seed": 7, "retrain": True},
         home=KitHome(kit_home),
     )
-    new_pv = store_mod.load("mlp", "export", release=NEWEST, store=str(store)).manifest["param_version"]
+    new_pv = stores.load("mlp", "export", release=NEWEST, store=str(store)).manifest["param_version"]
     args = ["run", "--save", NEWEST, "--models", "mlp", "--apis", "export", "--store", str(store)]
     args += ["--runs-dir", str(tmp_path / "runs"), "--run-id", "all", "--versions", "all"]
     proc = run_cli(*args, home=kit_home, timeout=600)
@@ -245,7 +245,7 @@ def test_models_pinned_to_an_architecture_check_only_that_architecture(trained_s
 
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "lenet", store / NEWEST / "lenet")
-    fp = store_mod.load("lenet", "export", release=NEWEST, store=str(store)).manifest["model_version"]
+    fp = stores.load("lenet", "export", release=NEWEST, store=str(store)).manifest["model_version"]
     verdicts = {}
     for pin in (fp[:8], "ffffffff"):
         args = ["run", "--save", NEWEST, "--models", f"lenet@{pin}", "--apis", "export", "--store", str(store)]

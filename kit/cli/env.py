@@ -77,7 +77,7 @@ def env_create(
                 "name at least one release, or --all", hint="known releases: " + ", ".join(releases.known_names())
             )
         wanted = [releases.get(v) for v in dict.fromkeys(versions)]
-    plans = [manager.plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
+    plans = [manager.build_plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
     for p in plans:
         how = " (fallback: --no-deps on the host Python)" if p.fallback else ""
         click.echo(

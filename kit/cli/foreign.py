@@ -20,7 +20,7 @@ from kit.cli.options import (
 from kit.cli.run import report_outcome
 from kit.common.errors import UsageError
 from kit.envs.manager import EnvManager
-from kit.envs.selection import HELP as SELECTION_HELP
+from kit.envs.release_selection import HELP as SELECTION_HELP
 from kit.home import KitHome
 
 
@@ -98,7 +98,7 @@ def check_model_cmd(
       mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
           --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
     """
-    from kit.envs import selection
+    from kit.envs import release_selection as selection
     from kit.foreign import check_model
     from kit.orchestrate import matrix, request
     from kit.store import open_store

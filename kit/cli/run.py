@@ -20,7 +20,7 @@ from kit.cli.options import (
 )
 from kit.common.errors import UsageError
 from kit.envs.manager import EnvManager
-from kit.envs.selection import HELP as SELECTION_HELP
+from kit.envs.release_selection import HELP as SELECTION_HELP
 from kit.home import KitHome
 
 
@@ -113,7 +113,7 @@ def run_cmd(
       mxcompat run --resume 20261202-101500
       mxcompat run --save 1.4.1,1.9.1 --executor dask --scheduler tcp://10.0.0.5:8786 --store s3://bucket/kit
     """
-    from kit.envs import selection
+    from kit.envs import release_selection as selection
     from kit.orchestrate import matrix, request
 
     # how the steps run (matrix.Execution's options): the same for a new run and a resumed one

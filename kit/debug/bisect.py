@@ -165,7 +165,7 @@ def _ensure_env(manager: EnvManager, release: str, allow_fallback: bool, on_even
     except KitError:
         pass
     on_event(f"creating the environment for {release}")
-    plan = manager.plan(manager.resolve(release), allow_fallback=allow_fallback)
+    plan = manager.build_plan(manager.resolve(release), allow_fallback=allow_fallback)
     result = manager.create([plan])[0]
     if result.error is not None:
         raise result.error

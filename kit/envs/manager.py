@@ -200,7 +200,7 @@ class EnvManager:
         return Env(name=path.name, path=path, marker=marker)
 
     # -- planning -----------------------------------------------------------------------------
-    def plan(self, release: Release, *, allow_fallback: bool = False, python: str | None = None) -> BuildPlan:
+    def build_plan(self, release: Release, *, allow_fallback: bool = False, python: str | None = None) -> BuildPlan:
         """Check everything a build needs (interpreter, system libraries) before any work starts."""
         syslibs.require(release.system_libs, needed_by=release.name)
         if python:

@@ -166,9 +166,9 @@ class DaskExecutor:
     def _remote(self):
         """The shared store, opened once."""
         if self._store is None:
-            from kit import store as store_mod
+            from kit import store as stores
 
-            self._store = store_mod.open_store(self.store, endpoint_url=self.endpoint_url)
+            self._store = stores.open_store(self.store, endpoint_url=self.endpoint_url)
         return self._store
 
     def _lost_attempts(self, step: Step, finished: str) -> list[str]:
@@ -176,21 +176,21 @@ class DaskExecutor:
         import json
 
         from kit.execute import remote_step
-        from kit import store as store_mod
+        from kit import store as stores
 
         remote = self._remote()
         lost = []
         for key in remote.list_blobs(remote_step.started_prefix(self.run_id, step.id)):
             attempt = key.rsplit("/", 1)[-1][: -len(".json")]
-            if attempt != finished and not remote.list_blobs(f"{store_mod.RUNS_PREFIX}/{self.run_id}/{attempt}"):
+            if attempt != finished and not remote.list_blobs(f"{stores.RUNS_PREFIX}/{self.run_id}/{attempt}"):
                 lost.append(f"worker {json.loads(remote.read_blob(key))['worker']}")
         return lost
 
     def _fetch(self, out: dict) -> None:
         """The attempt's files, from the store into the run folder, each verified by its hash."""
-        from kit import store as store_mod
+        from kit import store as stores
 
-        run_folder = store_mod.LocalStore(self.run_dir)
+        run_folder = stores.LocalStore(self.run_dir)
         for rel, digest in sorted(out["files"].items()):
             data = self._remote().read_blob(f"{out['prefix']}/{rel}")
             if hashlib.sha256(data).hexdigest() != digest:

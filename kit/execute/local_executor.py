@@ -29,14 +29,14 @@ class LocalExecutor:
     remote = False
 
     def __init__(self, jobs: int = 1, *, store=None, home: KitHome | None = None, run=None, on_event=print, **_):
-        from kit import store as store_mod
+        from kit import store as stores
 
         self.jobs = max(1, int(jobs))
         self.home = home or KitHome()
         self.log_dir = str(run.dir / "logs") if run is not None else None
         self.run_id = run.id if run is not None else ""
         self.on_event = on_event
-        self.store = store_mod.open_store(store, home=self.home)
+        self.store = stores.open_store(store, home=self.home)
         self.working_copy = self.store.working_copy(self.home)
         self.releases: list[str] = []
         self.models: list[str] | None = None
@@ -81,11 +81,11 @@ class LocalExecutor:
     def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
         """Pull the artifacts of ``releases`` (of ``models`` and ``apis``; None: all; ``versions``: the replaced
         versions too) from a remote store."""
-        from kit import store as store_mod
+        from kit import store as stores
 
         self.releases, self.models, self.apis = releases, models, apis
         if self.store.remote:
-            counts = store_mod.pull(
+            counts = stores.pull(
                 self.store, self.working_copy, releases=releases, models=models, apis=apis, versions=versions
             )
             self.on_event(
@@ -111,9 +111,9 @@ class LocalExecutor:
 
     def _push(self) -> None:
         """What the train steps saved, from the working copy to the remote store."""
-        from kit import store as store_mod
+        from kit import store as stores
 
-        counts = store_mod.push(
+        counts = stores.push(
             self.working_copy, self.store, releases=self.releases, models=self.models, apis=self.apis,
             run_id=self.run_id,
         )  # fmt: skip

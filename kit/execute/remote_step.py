@@ -33,7 +33,7 @@ from pathlib import Path
 
 from kit.envs import child_env
 from kit.execute import progress
-from kit import store as store_mod
+from kit import store as stores
 from kit.envs.manager import EnvBuildError, EnvManager
 from kit.common.capabilities import split_pin
 from kit.common.errors import KitError
@@ -81,7 +81,7 @@ def ensure_env(home: KitHome, name: str, allow_fallback: bool = False) -> bool:
         healthy = False
     if healthy:
         return False
-    plan = manager.plan(release, allow_fallback=allow_fallback)
+    plan = manager.build_plan(release, allow_fallback=allow_fallback)
     deadline = time.monotonic() + BUILD_WAIT_SECONDS
     while True:
         try:
@@ -154,7 +154,7 @@ def upload_outputs(remote, scratch: Path, prefix: str) -> dict:
 
 def started_prefix(run_id: str, step_id: str) -> str:
     """Where each attempt of a step announces itself in the store."""
-    return f"{store_mod.RUNS_PREFIX}/{run_id}/started/{step_id.replace(':', '-')}"
+    return f"{stores.RUNS_PREFIX}/{run_id}/started/{step_id.replace(':', '-')}"
 
 
 @contextlib.contextmanager
@@ -186,7 +186,7 @@ def run_remote(task: dict) -> dict:
     kind, release = step["kind"], step["release"]
     home = worker_home()
     home.root.mkdir(parents=True, exist_ok=True)
-    remote = store_mod.open_store(task["store"], endpoint_url=task.get("endpoint_url"))
+    remote = stores.open_store(task["store"], endpoint_url=task.get("endpoint_url"))
     mirror = remote.working_copy(home)
     attempt = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     step_key = step["id"].replace(":", "-")
@@ -210,9 +210,7 @@ def run_remote(task: dict) -> dict:
     if mirror is not remote:
         sources = [release] if kind == "train" else params["saved_with"]
         every = params.get("versions") == "all"
-        pulled = store_mod.pull(remote, mirror, releases=sources, models=models, apis=apis, versions=every)[
-            "downloaded"
-        ]
+        pulled = stores.pull(remote, mirror, releases=sources, models=models, apis=apis, versions=every)["downloaded"]
     local = dict(
         step,
         parameters=params,
@@ -224,10 +222,10 @@ def run_remote(task: dict) -> dict:
         result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
-        pushed = store_mod.push(mirror, remote, releases=[release], models=models, apis=apis, run_id=task["run_id"])[
+        pushed = stores.push(mirror, remote, releases=[release], models=models, apis=apis, run_id=task["run_id"])[
             "uploaded"
         ]
-    prefix = f"{store_mod.RUNS_PREFIX}/{task['run_id']}/{attempt}"
+    prefix = f"{stores.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
     return {
         "result": result,

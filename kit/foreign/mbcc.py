@@ -292,19 +292,19 @@ def _placeholder_reason(release: str, version: str, model: str, api: str, proble
 
 
 def _open_target(store, home: KitHome, endpoint_url: str | None):
-    from kit import store as store_mod
+    from kit import store as stores
 
     if hasattr(store, "refs") and hasattr(store, "remote"):
         return store
-    return store_mod.open_store(store, home=home, endpoint_url=endpoint_url)
+    return stores.open_store(store, home=home, endpoint_url=endpoint_url)
 
 
 def _source_files(source: str, home: KitHome, endpoint_url: str | None, tmp: Path) -> tuple[str, list[str], object]:
     """``(display name, source-relative file paths, fetch)``: ``fetch(rel)`` gives a local path of one file."""
-    from kit import store as store_mod
+    from kit import store as stores
 
     if "://" in source:
-        opened = store_mod.open_store(source, home=home, endpoint_url=endpoint_url)
+        opened = stores.open_store(source, home=home, endpoint_url=endpoint_url)
         if opened.remote:
             keys = opened.list_blobs("")
 
@@ -341,7 +341,7 @@ def import_mbcc(
     "store": url}``; ``on_event`` is told each imported artifact and each skipped path as it goes. Raises
     :class:`UsageError` when SOURCE is not the checker's layout, or no environment can read it (before any work).
     """
-    from kit import store as store_mod
+    from kit import store as stores
 
     home = home or KitHome()
     manager = EnvManager(home)
@@ -367,7 +367,7 @@ def import_mbcc(
         if plans:
             local.root.mkdir(parents=True, exist_ok=True)
         if plans and target.remote:  # what the bucket holds of these releases is kept, as in a local store
-            store_mod.pull(target, local, releases=[p[0] for p in plans], models=list(MBCC_MODELS))
+            stores.pull(target, local, releases=[p[0] for p in plans], models=list(MBCC_MODELS))
         for release, version, found, env in plans:
             _import_release(release, version, found, layout.problems, env, local, shown, fetch, tmp, result, on_event)
     for path, reason in result["skipped"]:
@@ -375,7 +375,7 @@ def import_mbcc(
     if result["imported"] or result["unsupported"]:
         if target.remote:
             touched = sorted({r for r, *_ in result["imported"] + result["unsupported"]})
-            store_mod.push(local, target, releases=touched, models=list(MBCC_MODELS), versions=False)
+            stores.push(local, target, releases=touched, models=list(MBCC_MODELS), versions=False)
         else:
             local.write_index()
     on_event(

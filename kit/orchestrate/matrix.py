@@ -148,9 +148,9 @@ def _check_here(req: RunRequest, runner, how: Execution) -> None:
 
 def _working_copy(req: RunRequest, home: KitHome) -> Path:
     """The folder the kernels read and write: the store itself, or the local mirror of a remote store."""
-    from kit import store as store_mod
+    from kit import store as stores
 
-    return store_mod.open_store(req.store, home=home).working_copy(home).root
+    return stores.open_store(req.store, home=home).working_copy(home).root
 
 
 def resume(run_id: str, **options) -> RunOutcome:
@@ -261,10 +261,10 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
 
 def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
     """The store's check log learns this run's verdicts (``store ls`` shows when each version was checked)."""
-    from kit import store as store_mod
+    from kit import store as stores
 
     try:
-        store_mod.record_checks(store_mod.open_store(req.store, home=how.home), load_records(run.dir), run.id)
+        stores.record_checks(stores.open_store(req.store, home=how.home), load_records(run.dir), run.id)
     except KitError as e:  # the verdicts are in the run folder; only the store's log missed them
         how.on_event(f"warning: the store's check log was not updated: {e}")
 
