@@ -8,14 +8,10 @@ from __future__ import annotations
 import click
 
 from kit.cli.options import (
-    allow_list_option,
     csv_list,
     handle_errors,
-    jobs_option,
-    run_id_option,
-    runs_dir_option,
+    matrix_options,
     store_option,
-    tolerance_option,
 )
 from kit.cli.run import report_outcome
 from kit.common.errors import UsageError
@@ -60,12 +56,8 @@ from kit.home import KitHome
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the generated inputs.")
 @store_option(help="Local store to keep the checkpoint's reference in (default: the kit home's store/).")
-@run_id_option()
-@runs_dir_option
-@jobs_option(1, "Steps (notebook runs)")
-@tolerance_option
-@allow_list_option
 @click.option("--forward", is_flag=True, help="Also reload in releases older than the reference.")
+@matrix_options
 @handle_errors
 def check_model_cmd(
     prefix,

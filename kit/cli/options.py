@@ -84,3 +84,12 @@ def execution_options(f):
         show_default=True,
         help="Where steps run: a local process pool, or a Dask cluster (needs --scheduler and --store).",
     )(f)
+
+
+def matrix_options(f):
+    """What every command that runs a matrix takes: its run's name and folder, steps at once, tolerance, allow-list."""
+    for option in reversed(
+        (run_id_option(), runs_dir_option, jobs_option(1, "Steps (notebook runs)"), tolerance_option, allow_list_option)
+    ):
+        f = option(f)
+    return f

@@ -8,15 +8,11 @@ import sys
 import click
 
 from kit.cli.options import (
-    allow_list_option,
     csv_list,
     execution_options,
     handle_errors,
-    jobs_option,
-    run_id_option,
-    runs_dir_option,
+    matrix_options,
     store_option,
-    tolerance_option,
 )
 from kit.common.errors import UsageError
 from kit.envs.manager import EnvManager
@@ -51,10 +47,7 @@ from kit.home import KitHome
     "four cases), lenet:*, *:export. Narrows --models and --apis; without --models any zoo model matches.",
 )
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
-@jobs_option(1, "Steps (notebook runs)")
-@run_id_option()
 @store_option()
-@tolerance_option
 @click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
 @click.option(
     "--epochs",
@@ -71,12 +64,11 @@ from kit.home import KitHome
     show_default=True,
     help="all: also reload every replaced weights version the store keeps (.versions/), each a cell of its own.",
 )
-@allow_list_option
 @click.option(
     "--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish."
 )
-@runs_dir_option
 @execution_options
+@matrix_options
 @handle_errors
 def run_cmd(
     save,

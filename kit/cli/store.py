@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from kit import store as stores  # the store API (this module defines the `store` group)
+
 from kit.cli.options import handle_errors, store_option
 from kit.cli.tables import format_table
 from kit.common.errors import EXIT_OK, EXIT_REGRESSIONS, UsageError
@@ -25,6 +27,11 @@ def store_group():
 endpoint_option = click.option(
     "--endpoint-url", metavar="URL", help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3)."
 )
+
+
+def transfer_options(f):
+    """What push and pull share: which artifacts they move, and the S3 endpoint."""
+    return selection_options(endpoint_option(f))
 
 
 def selection_options(f):
@@ -48,8 +55,6 @@ def store_ls(location, versions, endpoint_url):
 
     A replaced version is named by its identity (model version and param version, a hash of its
     weights) and reloaded by `mxcompat run --versions all`."""
-    from kit import store as stores
-
     st = stores.open_store(location, endpoint_url=endpoint_url)
     checks = stores.read_checks(st)
     rows = []
@@ -84,8 +89,6 @@ def store_ls(location, versions, endpoint_url):
 @handle_errors
 def store_verify(location, endpoint_url):
     """Re-hash every artifact of LOCATION; list corrupt or missing files (exit 1 when any)."""
-    from kit import store as stores
-
     st = stores.open_store(location, endpoint_url=endpoint_url)
     refs = st.refs()
     bad = 0
@@ -103,13 +106,10 @@ def store_verify(location, endpoint_url):
 @click.argument("destination")
 @click.option("--from", "source", metavar="PATH", help="Local store to push (default: the kit home's store).")
 @click.option("--public-read", is_flag=True, help="Make the uploaded objects publicly readable (never by default).")
-@selection_options
-@endpoint_option
+@transfer_options
 @handle_errors
 def store_push(destination, source, public_read, endpoint_url, **selection):
     """Upload a local store's artifacts to DESTINATION (s3://bucket/prefix), verified first."""
-    from kit import store as stores
-
     dest = _remote_store(destination, "push", endpoint_url=endpoint_url, public_read=public_read)
     counts = stores.push(stores.open_store(source), dest, **selection, on_event=click.echo)
     kept = f", {counts['superseded']} kept as the store holds them (newer there)" if counts["superseded"] else ""
@@ -120,13 +120,10 @@ def store_push(destination, source, public_read, endpoint_url, **selection):
 @click.argument("source")
 @click.option("--to", "target", metavar="PATH", help="Local store to fill (default: the kit home's store).")
 @click.option("--versions", is_flag=True, help="Also pull replaced versions.")
-@selection_options
-@endpoint_option
+@transfer_options
 @handle_errors
 def store_pull(source, target, endpoint_url, **selection):
     """Download SOURCE's (s3://bucket/prefix) artifacts into a local store, each verified before use."""
-    from kit import store as stores
-
     src = _remote_store(source, "pull", endpoint_url=endpoint_url)
     counts = stores.pull(src, stores.open_store(target), **selection, on_event=click.echo)
     click.echo(f"{counts['downloaded']} downloaded, {counts['unchanged']} up to date")
@@ -134,8 +131,6 @@ def store_pull(source, target, endpoint_url, **selection):
 
 def _remote_store(location: str, command: str, **options):
     """The remote store at ``location`` for ``store push``/``pull``: a folder is refused."""
-    from kit import store as stores
-
     opened = stores.open_store(location, **options)
     if not opened.remote:
         raise UsageError(f"{command} needs an s3:// store, not the folder {location!r}", hint="s3://bucket/prefix")

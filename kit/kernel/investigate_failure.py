@@ -234,17 +234,7 @@ def remedy_report(case, rec, failure, run=True):
         from kit.kernel import remedies
 
         failing = {"verdict": failure["verdict"], "error": failure["error"], "reason": failure["headline"]}
-        info = remedies.retry(
-            case.spec,
-            case.adapter,
-            case.release,
-            case.saved,
-            case.api,
-            case.folder,
-            case.manifest,
-            failing,
-            case.measure(),
-        )
+        info = remedies.retry(*case.artifact() + (failing, case.measure()))
         source = "now"
     if info is None:
         return None
@@ -279,15 +269,7 @@ def _compare_under_remedy(case, result, top):
     try:
         with remedies.remedied(
             _first_remedy(report),
-            case.spec,
-            case.adapter,
-            case.release,
-            case.saved,
-            case.api,
-            case.folder,
-            case.manifest,
-            failure["error"],
-            case.measure(),
+            *case.artifact() + (failure["error"], case.measure()),
         ) as (attempt, work, mode):
             under = dict((k, attempt.get(k)) for k in ("name", "title", "changes", "changed", "verdict", "summary"))
             if attempt["verdict"] not in verdicts.PASSING:

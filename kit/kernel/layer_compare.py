@@ -28,6 +28,10 @@ class Case(object):
         cases = artifacts.load_reference(os.path.join(self.folder, artifacts.REFERENCE))
         return lambda predictor: reload_run.measure(self.spec, self.model, cases, predictor, self.overrides)
 
+    def artifact(self):
+        """``(spec, adapter, loading release, saving release, api, folder, manifest)``: what a remedy is tried on."""
+        return self.spec, self.adapter, self.release, self.saved, self.api, self.folder, self.manifest
+
 
 def compare(case, sym, arg, aux, got, top=TOP):
     """The layer-by-layer part of an investigation: rows, first divergence, worst elements, parameters."""

@@ -74,9 +74,7 @@ class RnnFlatParams(Remedy):
 
     name = "rnn_flat_params"
     title = "concatenate the 1.x per-gate RNN weights into 2.0's flat rnn_param and load by name"
-    changes = PARAMETER_MAPPING
-    apis = ("save_parameters",)
-    loading = (GLUON2, None)
+    changes, apis, loading = PARAMETER_MAPPING, ("save_parameters",), (GLUON2, None)
     error = r"Parameter '[^']*rnn_param' is missing"
     user_code = """
 import numpy as np, mxnet as mx
@@ -157,10 +155,8 @@ class SaveParamsByStructure(Remedy):
 
     name = "save_params_name_map"
     title = "map the 1.x prefixed parameter names onto the 2.0 model's structural names and load_dict"
-    changes = PARAMETER_MAPPING
-    apis = ("save_params",)
-    loading = (GLUON2, None)
-    unsupported = True
+    changes, apis, loading = PARAMETER_MAPPING, ("save_params",), (GLUON2, None)
+    unsupported = True  # 2.0 has no load_params: the cell is unsupported, not failing, and still worth a remedy
     user_code = """
 import mxnet as mx
 with mx.util.np_array(False), mx.util.np_shape(False):
