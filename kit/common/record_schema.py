@@ -10,6 +10,9 @@ from kit.common.versions import direction
 
 SCHEMA = 1
 
+#: what a remedy changes (a record's ``remedy.tried[*].changes``); a loading mode changes no file
+LOADING_MODE, PARAMETER_MAPPING, GRAPH_EDIT, RESAVE = "loading mode", "parameter mapping", "graph edit", "re-save"
+
 
 def now():
     """The time stamp records carry (UTC, to the second)."""

@@ -13,13 +13,11 @@ import tempfile
 from pathlib import Path
 
 from kit.results.cells import Cell
+from kit.common.record_schema import LOADING_MODE
 from kit.common.errors import EnvBuildError, KitError, UsageError
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 from kit.results.runs import Run, runs_dir
-
-#: what a remedy that changes nothing on disk is (kit.kernel.remedies.LOADING_MODE)
-LOADING_MODE = "loading mode"
 
 
 def read_record(run: Run, cell: Cell) -> dict:

@@ -27,16 +27,6 @@ def _reference_measure(spec, model, reference, overrides):
     return lambda predictor: measure(spec, model, reference, predictor, overrides)
 
 
-def file_changing(names):
-    """The remedies among ``names`` (a record's fixed remedy and its alternatives) that change files."""
-    out = []
-    for name in names:
-        chain = [remedies.by_name(n) for n in name.split("+")]
-        if any(r.changes != remedies.LOADING_MODE for r in chain):
-            out.append(name)
-    return out
-
-
 def convert(release, saved, model, api, folder, out, remedy, error_text, overrides=None, check_api=None):
     """Write the artifact ``folder`` remedied by ``remedy`` into ``out``; reload it natively (through
     ``check_api``, default the artifact's own API); the record."""

@@ -124,10 +124,9 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
     if path_name is None:
         rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
         if spec is not None and _remedies().applies(loaded, saved, api, rec):  # an API the release removed
-            try:
-                reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
-            except Exception as e:
-                return _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
+            reference = _reference(rec, path)
+            if reference is None:
+                return rec
             return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
         return rec
     rec["load_path"] = path_name
@@ -137,10 +136,9 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
                 rec.update(verdict=verdicts.UNSUPPORTED, reason="loading release: %s" % reason)
                 return rec
         rec["model_code_change"] = model_code_change(loaded, model, path, manifest)
-    try:
-        reference = artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
-    except Exception as e:
-        return _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
+    reference = _reference(rec, path)
+    if reference is None:
+        return rec
     started = time.time()
     phase("load")
     try:
@@ -176,6 +174,15 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         why = "model code changed between releases (%s)" % "; ".join(change["diff"][:3])
         rec["reason"] = why + (": " + rec["reason"] if rec["reason"] else "")
     return rec
+
+
+def _reference(rec, path):
+    """The artifact's reference cases; None (``rec`` then says corrupt) when reference.npz does not load."""
+    try:
+        return artifacts.load_reference(os.path.join(path, artifacts.REFERENCE))
+    except Exception as e:
+        _fail(rec, verdicts.CORRUPT, "reference.npz does not load: %s" % e, e)
+        return None
 
 
 class InferenceFailed(Exception):

@@ -17,7 +17,6 @@ import traceback
 
 
 from kit.common import verdicts
-from kit.common.versions import direction
 
 # the remedies register themselves in the order they are tried: graph and loading mode first, then files
 from kit.kernel import remedies_graph, remedies_params  # noqa: F401,E402
@@ -30,6 +29,7 @@ from kit.kernel.remedy_base import (  # noqa: F401,E402 - the registry's names, 
     RESAVE,
     Refused,
     Remedy,
+    Target,
     Work,
     by_name,
 )
@@ -64,7 +64,7 @@ NO_REMEDY = [
 ]
 
 
-def no_remedy_reason(error_text, release):
+def no_remedy_reason(error_text):
     for pattern, why in NO_REMEDY:
         m = re.search(pattern, error_text or "")
         if m:
@@ -72,32 +72,27 @@ def no_remedy_reason(error_text, release):
     return None
 
 
-def _probe(loaded, saved, api):
-    probe = Work.__new__(Work)
-    probe.loaded, probe.saved, probe.api, probe.direction = loaded, saved, api, direction(saved, loaded)
-    return probe
-
-
 def applies(loaded, saved, api, rec):
     """Whether any remedy answers the failed (or unsupported) cell ``rec``."""
     error_text = rec.get("error") or rec.get("reason") or ""
-    return any(r.matches(_probe(loaded, saved, api), error_text, rec["verdict"]) for r in REMEDIES)
+    return any(r.matches(Target(loaded, saved, api), error_text, rec["verdict"]) for r in REMEDIES)
 
 
 def retry(spec, adapter, loaded, saved, api, folder, manifest, rec, measure):
     """Every remedy that applies to the failed cell ``rec``, tried and measured; the record's ``remedy``.
 
     ``measure(predictor)`` runs the reference cases and returns ``{"verdict", "reason", "summary"}``;
-    it raises what inference raised. Returns None when no remedy applies and the failure names no
-    reason; else ``{"fixed", "name", "verdict", ..., "tried": [...]}`` (see :func:`_summarize`).
+    it raises what inference raised. Returns ``{"fixed", "name", "verdict", ..., "tried": [...],
+    "why_none"}`` (see :func:`_summarize`), also when no remedy applies.
     """
     error_text = rec.get("error") or rec.get("reason") or ""
-    tried = []
-    probe = _probe(loaded, saved, api)
-    for remedy in [r for r in REMEDIES if r.matches(probe, error_text, rec["verdict"])]:
-        attempt = _attempt(remedy, spec, adapter, loaded, saved, api, folder, manifest, error_text, rec, measure)
-        tried.append(attempt)
-    return _summarize(tried, error_text, loaded)
+    target = Target(loaded, saved, api)
+    tried = [
+        _attempt(remedy, spec, adapter, loaded, saved, api, folder, manifest, error_text, measure)
+        for remedy in REMEDIES
+        if remedy.matches(target, error_text, rec["verdict"])
+    ]
+    return _summarize(tried, error_text)
 
 
 @contextlib.contextmanager
@@ -109,9 +104,7 @@ def remedied(name, spec, adapter, loaded, saved, api, folder, manifest, error_te
     load and run it in (legacy semantics for that remedy, else nothing). The copy is removed on exit.
     """
     kept = []
-    attempt = _attempt(
-        by_name(name), spec, adapter, loaded, saved, api, folder, manifest, error_text, None, measure, kept
-    )
+    attempt = _attempt(by_name(name), spec, adapter, loaded, saved, api, folder, manifest, error_text, measure, kept)
     work = kept[0]
     try:
         yield attempt, work, by_name(name).mode
@@ -119,7 +112,9 @@ def remedied(name, spec, adapter, loaded, saved, api, folder, manifest, error_te
         work.close()
 
 
-def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_text, rec, measure, keep=None):
+def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_text, measure, keep=None):
+    """``first`` applied to a copy of the artifact, then the edits its errors call for, until it loads and is
+    measured or nothing more applies: the attempt as recorded. ``keep`` (a list) gets the copy, left open."""
     work = Work(spec, adapter, loaded, saved, api, folder, manifest)
     if keep is not None:
         keep.append(work)
@@ -130,8 +125,7 @@ def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_t
             answered.add((remedy.name, _gist(error)))
             try:
                 changed.append(remedy.apply(work, error))
-                predictor = first.load(work) if first.edits_artifact is False else remedy.load(work)
-                result = measure(predictor)
+                result = measure(first.load(work))  # edits chain only after an edit: they all load alike
             except Refused as e:
                 return _record(chain, changed, work, verdicts.LOAD_ERROR, refused=str(e))
             except Exception as e:  # noqa: BLE001 - the remedy's own failure is evidence, kept verbatim
@@ -191,7 +185,7 @@ def _record(chain, changed, work, verdict, result=None, refused=None, error=None
     return out
 
 
-def _summarize(tried, error_text, loaded):
+def _summarize(tried, error_text):
     fixed = [t for t in tried if t["verdict"] in verdicts.PASSING]
     best = fixed[0] if fixed else None
     out = {
@@ -207,13 +201,13 @@ def _summarize(tried, error_text, loaded):
         "why_none": None,
     }
     if not best:
-        why = no_remedy_reason(error_text, loaded)
+        why = no_remedy_reason(error_text)
         if tried:
             last = tried[-1]
             said = last.get("error") or last.get("reason") or ""
             why = "tried %s: %s" % (
                 ", ".join(t["name"] for t in tried),
-                no_remedy_reason(said, loaded) or (last.get("reason") or said or last["verdict"]),
+                no_remedy_reason(said) or (last.get("reason") or said or last["verdict"]),
             )
         out["why_none"] = why or "no known remedy for this failure"
     return out

@@ -38,8 +38,8 @@ net = mx.gluon.SymbolBlock.imports("{symbol}", {inputs}, "{params}")
 out = net(mx.nd.array(x))
 """
 
-    def matches(self, work, error_text, verdict):
-        return Remedy.matches(self, work, error_text, verdict) and not at_least(work.saved, GLUON2)
+    def matches(self, target, error_text, verdict):
+        return Remedy.matches(self, target, error_text, verdict) and not at_least(target.saved, GLUON2)
 
     def apply(self, work, error_text):
         if not mxapi.numpy_semantics():
@@ -76,8 +76,8 @@ for node in graph["nodes"]:  # begin states made with 1.x semantics: (1, 0, 24) 
 json.dump(graph, open("{symbol}", "w"))
 """
 
-    def matches(self, work, error_text, verdict):
-        return Remedy.matches(self, work, error_text, verdict) and not at_least(work.saved, GLUON2)
+    def matches(self, target, error_text, verdict):
+        return Remedy.matches(self, target, error_text, verdict) and not at_least(target.saved, GLUON2)
 
     def apply(self, work, error_text):
         symbol = work.path(work.files()[0])

@@ -11,6 +11,7 @@ import tempfile
 
 
 from kit.common import verdicts
+from kit.common.record_schema import GRAPH_EDIT, LOADING_MODE, PARAMETER_MAPPING, RESAVE  # noqa: F401
 from kit.common.versions import at_least, direction
 from kit.kernel import mxapi
 
@@ -18,7 +19,6 @@ from kit.kernel import mxapi
 #: every remedy, in the order they are tried
 REMEDIES = []
 
-LOADING_MODE, PARAMETER_MAPPING, GRAPH_EDIT, RESAVE = "loading mode", "parameter mapping", "graph edit", "re-save"
 #: the most edits one attempt chains before it gives up
 MAX_CHAIN = 8
 
@@ -40,11 +40,20 @@ def by_name(name):
     raise KeyError("unknown remedy %r; known: %s" % (name, ", ".join(r.name for r in REMEDIES)))
 
 
-class Work(object):
+class Target(object):
+    """The cell a remedy is asked about: the loading and saving releases, the API, the direction."""
+
+    def __init__(self, loaded, saved, api):
+        self.loaded, self.saved, self.api = loaded, saved, api
+        self.direction = direction(saved, loaded)
+
+
+class Work(Target):
     """One attempt's view of the artifact: a private copy of its folder and manifest, the loading release."""
 
     def __init__(self, spec, adapter, loaded, saved, api, folder, manifest):
-        self.spec, self.adapter, self.loaded, self.saved, self.api = spec, adapter, loaded, saved, api
+        Target.__init__(self, loaded, saved, api)
+        self.spec, self.adapter = spec, adapter
         self.source = folder
         self.folder = tempfile.mkdtemp(prefix="mxcompat-remedy-")
         for name in os.listdir(folder):
@@ -52,7 +61,6 @@ class Work(object):
             if os.path.isfile(path) and not name.startswith("."):
                 shutil.copy(path, os.path.join(self.folder, name))
         self.manifest = json.loads(json.dumps(manifest))
-        self.direction = direction(saved, loaded)
 
     def files(self):
         """``(symbol file, params file)`` of a graph artifact (either may be None)."""
@@ -92,13 +100,13 @@ class Remedy(object):
     #: what a user writes to do the same (``{symbol}``, ``{params}``, ``{inputs}`` filled in)
     user_code = ""
 
-    def matches(self, work, error_text, verdict):
+    def matches(self, target, error_text, verdict):
         first, last = self.loading
-        if first and not at_least(work.loaded, first):
+        if first and not at_least(target.loaded, first):
             return False
-        if last and at_least(work.loaded, last):
+        if last and at_least(target.loaded, last):
             return False
-        if work.direction not in self.directions or work.api not in self.apis:
+        if target.direction not in self.directions or target.api not in self.apis:
             return False
         if verdict == verdicts.UNSUPPORTED:
             return self.unsupported
