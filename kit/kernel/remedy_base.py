@@ -55,12 +55,11 @@ class Work(Target):
         Target.__init__(self, loaded, saved, api)
         self.spec, self.adapter = spec, adapter
         self.source = folder
-        self.folder = tempfile.mkdtemp(prefix="mxcompat-remedy-")
-        for name in os.listdir(folder):
-            path = os.path.join(folder, name)
-            if os.path.isfile(path) and not name.startswith("."):
-                shutil.copy(path, os.path.join(self.folder, name))
         self.manifest = json.loads(json.dumps(manifest))
+        self.folder = tempfile.mkdtemp(prefix="mxcompat-remedy-")
+        for name in self.files():  # what the loaders read; the reference and internals stay where they are
+            if name and os.path.isfile(os.path.join(folder, name)):
+                shutil.copy(os.path.join(folder, name), self.path(name))
 
     def files(self):
         """``(symbol file, params file)`` of a graph artifact (either may be None)."""

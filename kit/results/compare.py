@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kit.common.errors import EXIT_OK, EXIT_REGRESSIONS
 from kit.results import reports
 from kit.results.records import load_finished
 from kit.results.runs import Run
@@ -30,7 +31,7 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
-        return reports.EXIT_REGRESSIONS if self.new_regressions else reports.EXIT_OK
+        return EXIT_REGRESSIONS if self.new_regressions else EXIT_OK
 
     def as_dict(self) -> dict:
         return {

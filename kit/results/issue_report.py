@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+from kit.common.errors import EXIT_MEANINGS
 from kit.results import reports
 from kit.common import artifacts
 from kit.common.errors import KitError, UsageError
@@ -34,7 +35,7 @@ def issue_markdown(run: Run) -> str:
     req = manifest["request"]
     code = manifest["exit_code"]
     lines = [
-        f"### MXNet compatibility: {reports.EXIT_MEANINGS.get(code, 'a step broke')} (run `{run.id}`)",
+        f"### MXNet compatibility: {EXIT_MEANINGS.get(code, 'a step broke')} (run `{run.id}`)",
         "",
         f"Artifacts saved with {', '.join(req['save'])} were loaded in {', '.join(req['load'])} "
         f"by mxnet-compat-kit {manifest.get('kit_version')}; exit code {code}.",
@@ -91,7 +92,7 @@ def summary_payload(run: Run) -> dict:
         "run_id": run.id,
         "kit_version": manifest.get("kit_version"),
         "exit_code": manifest["exit_code"],
-        "outcome": reports.EXIT_MEANINGS.get(manifest["exit_code"], "a step broke"),
+        "outcome": EXIT_MEANINGS.get(manifest["exit_code"], "a step broke"),
         "save": manifest["request"]["save"],
         "load": manifest["request"]["load"],
         "counts": verdict_counts(records),

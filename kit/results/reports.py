@@ -14,7 +14,7 @@ from kit.common.verdicts import SEVERITY
 from kit.results.records import is_failure
 from kit.results.signatures import Group
 
-from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS  # noqa: F401 - re-exported
+from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS
 
 COLUMNS = [
     "saved_with",
