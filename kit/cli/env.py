@@ -9,7 +9,7 @@ import click
 from kit.cli.options import handle_errors, jobs_option
 from kit.cli.tables import format_table, human_size
 from kit.common.errors import EXIT_BROKEN, KitError, UsageError
-from kit.envs import kernelspecs, releases
+from kit.envs import kernelspecs, onnx_path, releases
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 
@@ -56,6 +56,8 @@ def env_create(
       mxcompat env create 1.0.0.post4 1.4.1 1.9.1
       mxcompat env create --all --allow-fallback
       mxcompat env create --name 1.9.2rc0 --wheel ./mxnet-1.9.2rc0-py3-none-linux_x86_64.whl
+      mxcompat env create onnx          (the ONNX path: 1.9.1 with its exporter, and ONNX Runtime)
+      mxcompat env create onnx-1.5.1    (an older exporter, and ONNX Runtime)
     """
     manager = EnvManager()
     custom = name or wheel or spec
@@ -76,7 +78,11 @@ def env_create(
             raise UsageError(
                 "name at least one release, or --all", hint="known releases: " + ", ".join(releases.known_names())
             )
-        wanted = [releases.get(v) for v in dict.fromkeys(versions)]
+        wanted = []
+        for v in dict.fromkeys(versions):  # a name of the ONNX path builds its exporter and the runtime
+            for release in onnx_path.environments(v) or [releases.get(v)]:
+                if release not in wanted:
+                    wanted.append(release)
     plans = [manager.build_plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
     for p in plans:
         how = " (fallback: --no-deps on the host Python)" if p.fallback else ""
@@ -111,9 +117,11 @@ def env_table(rows: list[tuple[str, object, dict]]) -> str:
     """
     lines = []
     for name, probe, extra in rows:
-        packages = [probe(k, "-") for k in ("mxnet", "python", "numpy")] + [
-            probe(k) or "-" for k in ("matplotlib", "pandas")
-        ]
+        runtime = probe("onnxruntime")
+        mxnet = f"- (onnxruntime {runtime})" if runtime else probe("mxnet", "-")
+        packages = (
+            [mxnet] + [probe(k, "-") for k in ("python", "numpy")] + [probe(k) or "-" for k in ("matplotlib", "pandas")]
+        )
         lines.append([name, *packages, *extra.values()])
     headers = ["release", "mxnet", "python", "numpy", "matplotlib", "pandas", *rows[0][2]]
     return format_table(headers, lines)
@@ -129,7 +137,7 @@ def env_list():
             e.name,
             e.info,
             {
-                "kernel": e.kernel_name,
+                "kernel": e.kernel_name if e.release is None or e.release.has_mxnet else "- (ONNX Runtime worker)",
                 "size": human_size(e.size_bytes()),
                 "health": e.state,
                 "fallback": "yes" if e.fallback else "no",

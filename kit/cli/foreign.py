@@ -15,6 +15,7 @@ from kit.cli.options import (
 )
 from kit.cli.run import report_outcome
 from kit.common.errors import UsageError
+from kit.envs import onnx_path
 from kit.envs.manager import EnvManager
 from kit.envs.release_selection import HELP as SELECTION_HELP
 from kit.home import KitHome
@@ -42,9 +43,15 @@ from kit.home import KitHome
 @click.option(
     "--load",
     "load",
-    required=True,
     metavar="V,...",
     help="Releases to reload the checkpoint in: " + SELECTION_HELP + ".",
+)
+@click.option(
+    "--to",
+    "to",
+    metavar="onnx[-RELEASE]",
+    help="Leave MXNet: export the checkpoint to ONNX (with 1.9.1's exporter, or RELEASE's) and check the .onnx "
+    "file in ONNX Runtime; writes PREFIX.onnx and PREFIX.onnx.json (its record) beside the checkpoint.",
 )
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
@@ -72,6 +79,7 @@ def check_model_cmd(
     preprocess,
     seed,
     store,
+    to,
     run_id,
     runs_dir,
     jobs,
@@ -89,6 +97,7 @@ def check_model_cmd(
     \b
       mxcompat check-model ./resnet --epoch 12 --input data:1,3,224,224 \\
           --label-names softmax_label --saved-with 1.4.1 --load 1.6.0,1.9.1
+      mxcompat check-model ./resnet --input data:1,3,224,224 --saved-with 1.4.1 --to onnx
     """
     from kit.envs import release_selection as selection
     from kit.foreign import check_model
@@ -97,7 +106,11 @@ def check_model_cmd(
 
     home = KitHome()
     parsed = [check_model.parse_input(i) for i in inputs]
-    loads = selection.expand(load, EnvManager(home), flag="--load")
+    if not load and not to:
+        raise UsageError("name the releases to reload in (--load) or where the model goes (--to onnx), or both")
+    if to and not onnx_path.exporter_of(to):
+        raise UsageError(f"--to {to}: only onnx (or onnx-RELEASE) is a destination", hint="e.g. --to onnx")
+    loads = selection.expand(load, EnvManager(home), flag="--load") + ([to] if to else [])
     req = request.RunRequest(
         save=[reference_version],
         load=loads,
@@ -138,4 +151,7 @@ def check_model_cmd(
     outcome = matrix.run_matrix(
         req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home, progress_line=None
     )
+    if to:
+        for line in check_model.keep_onnx(outcome.run_dir, manifest["model"], prefix):
+            click.echo(line)
     report_outcome(outcome)

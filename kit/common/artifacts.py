@@ -39,6 +39,12 @@ def cell_stem(saved, model, api, loaded, archived=None):
     return stem + ("__v" + archived if archived else "")
 
 
+def inflight_name(release, apis=None):
+    """The in-flight marker of a kernel of ``release``: an ONNX step's apart, as it runs on the same release's
+    kernel as that release's reload step, maybe at the same time."""
+    return INFLIGHT % (release + "-onnx" if apis and "onnx" in apis else release)
+
+
 def record_name(saved, model, api, loaded, archived=None):
     """The file name of one (artifact, loading release) record."""
     return cell_stem(saved, model, api, loaded, archived) + ".json"

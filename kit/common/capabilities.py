@@ -16,8 +16,15 @@ FOREIGN_API = "checkpoint"
 C_PREDICT_API = "c_predict"
 #: what the C predict API loads, in order of preference
 C_PREDICT_SOURCES = ("module_checkpoint", "export")
+#: leaving MXNet: the artifact's graph exported to ONNX by an MXNet release's exporter, run in ONNX Runtime (no
+#: MXNet); a load path of the graph artifacts, a column of its own
+ONNX_API = "onnx"
+#: what the ONNX exporter reads, in order of preference (a check-model checkpoint is its own source)
+ONNX_SOURCES = ("export", "module_checkpoint", FOREIGN_API)
+#: the direction of every ONNX cell: out of MXNet, whichever release saved the artifact
+ONNX_DIRECTION = "onnx"
 #: every API a record can have
-LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API)
+LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API, ONNX_API)
 
 #: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
@@ -49,6 +56,7 @@ _API_SINCE = {
     "save_params": ("0.11.0", None),
     "module_checkpoint": ("0.11.0", None),
     C_PREDICT_API: ("0.11.0", None),
+    ONNX_API: ("1.3.0", "MXNet's ONNX exporter (mx.contrib.onnx) arrived in 1.3"),
 }
 
 # api -> (the release that removed it, why)
@@ -56,6 +64,10 @@ _API_REMOVED = {
     "save_params": (GLUON2, "Block.save_params/load_params were removed in MXNet 2.0"),
     "module_checkpoint": (GLUON2, "the Module API (mx.mod) was removed in MXNet 2.0"),
     C_PREDICT_API: (GLUON2, "MXNet 2.0 does not build the C predict API (c_predict_api.h: MXPredCreate ...)"),
+    ONNX_API: (
+        GLUON2,
+        "the kit exports to ONNX with the 1.x exporters (mx.contrib.onnx, mx.onnx); 2.0's is not measured",
+    ),
 }
 
 # api -> [(first release, load path)], newest last: how a release loads an artifact saved with ``api``
@@ -66,6 +78,10 @@ _LOAD_PATHS = {
     "module_checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock.imports")],
     "checkpoint": [("0.11.0", "mx.model.load_checkpoint + Module"), (GLUON2, "SymbolBlock + load_dict")],
     C_PREDICT_API: [("0.11.0", "MXPredCreate (C predict API, ctypes)")],
+    ONNX_API: [
+        ("1.3.0", "mx.contrib.onnx.export_model + ONNX Runtime"),
+        ("1.9.0", "mx.onnx.export_model + ONNX Runtime"),
+    ],
 }
 
 #: what a user tries first in 2.0 before the migration path (recorded verbatim when it fails)

@@ -12,6 +12,7 @@ SCHEMA = 1
 
 #: what a remedy changes (a record's ``remedy.tried[*].changes``); a loading mode changes no file
 LOADING_MODE, PARAMETER_MAPPING, GRAPH_EDIT, RESAVE = "loading mode", "parameter mapping", "graph edit", "re-save"
+EXPORT_SETTING = "export setting"  # how an artifact is exported to another format (an ONNX opset)
 
 
 def now():

@@ -23,6 +23,7 @@ from pathlib import Path
 import kit
 from kit.envs import child_env
 from kit.envs import kernelspecs
+from kit.envs import onnx_path
 from kit.envs import releases
 from kit.envs import syslibs
 from kit.common.artifacts import write_json_atomic
@@ -51,6 +52,8 @@ class BuildPlan:
 
     def install_steps(self) -> list[InstallStep]:
         """What to install, in order: MXNet with its kernel and plotting packages, then pandas where it installs."""
+        if not self.release.has_mxnet:  # a runtime the kernels call: no kernel, no plotting
+            return [InstallStep(list(self.release.requirements))]
         ipykernel = releases.ipykernel_for(self.interpreter.minor)
         libs = releases.debugging_libs_for(self.interpreter.minor)
         matplotlib, pandas = ([libs[0]], [libs[1]]) if libs else ([], [])
@@ -184,6 +187,8 @@ class EnvManager:
         """A release by name: the table's, or a custom one created earlier."""
         if name in releases.RELEASES:
             return releases.RELEASES[name]
+        if onnx_path.find(name) is not None:
+            return onnx_path.find(name)
         path = self.home.env_dir(name)
         if path.is_dir():
             env = self._load(path)
@@ -271,7 +276,7 @@ class EnvManager:
             env.state == "ready"
             and env.release == plan.release
             and env.fallback == plan.fallback
-            and kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None
+            and (not plan.release.has_mxnet or kernelspecs.read_kernelspec(self.home, env.kernel_name) is not None)
             and env.marker.get("install_steps") == [step.to_dict() for step in plan.install_steps()]
         )
 
@@ -324,7 +329,7 @@ class EnvManager:
             log,
             what=f"compiling {plan.name}'s packages to bytecode",
         )
-        probe = self._probe(Env(plan.name, path, None), log)
+        probe = self._probe(Env(plan.name, path, None), log, plan.release)
         steps = [step.to_dict() for step in plan.install_steps()]
         problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
         if problems:
@@ -332,15 +337,8 @@ class EnvManager:
                 f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
             )
         fb = " fallback" if plan.fallback else ""
-        kernelspecs.write_kernelspec(
-            self.home,
-            plan.release.kernel_name,
-            python,
-            display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
-            metadata={"release": plan.name, "fallback": plan.fallback},
-            # a custom release's name is no version: the kernel checks MXNet against the one it must report
-            env={RELEASE_VERSION_VARIABLE: plan.release.expected_version or ""} if plan.release.custom else None,
-        )
+        if plan.release.has_mxnet:
+            self._register_kernel(plan, python, fb)
         marker = {
             "release": plan.release.to_dict(),
             "fallback": plan.fallback,
@@ -359,16 +357,37 @@ class EnvManager:
         write_json_atomic(str(path / MARKER), marker)
         return skipped
 
-    def _probe(self, env: Env, log: Path | None = None) -> dict:
-        """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit."""
+    def _register_kernel(self, plan: BuildPlan, python: str, fb: str) -> None:
+        kernelspecs.write_kernelspec(
+            self.home,
+            plan.release.kernel_name,
+            python,
+            display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
+            metadata={"release": plan.name, "fallback": plan.fallback},
+            # a custom release's name is no version: the kernel checks MXNet against the one it must report
+            env={RELEASE_VERSION_VARIABLE: plan.release.expected_version or ""} if plan.release.custom else None,
+        )
+
+    def _probe(self, env: Env, log: Path | None = None, release: Release | None = None) -> dict:
+        """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit (in the
+        ONNX Runtime environment, the runtime worker's greeting)."""
         argv = [str(env.python), "-m", "kit.kernel.probe", env.name]
+        release = release or env.release
+        if release is not None and not release.has_mxnet:
+            argv = [str(env.python), str(REPO_ROOT / "kit" / "kernel" / "onnx_worker.py")]
         if log is not None:
             out = run_logged(
                 argv, log, what=f"probing {env.name}", env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
             )
         else:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=child_env.for_interpreter(),
+                cwd=str(env.path),
+                timeout=300,
             )
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -415,7 +434,9 @@ class EnvManager:
             return Health(env.name, False, [f"environment is {env.state} (an interrupted or failed build)"])
         problems = []
         spec = kernelspecs.read_kernelspec(self.home, env.kernel_name)
-        if spec is None:
+        if not env.release.has_mxnet:
+            pass  # the ONNX Runtime environment is a worker the kernels start, not a kernel
+        elif spec is None:
             problems.append(f"kernel {env.kernel_name} is not registered")
         elif spec["argv"][0] != str(env.python):
             problems.append(f"kernel {env.kernel_name} points at {spec['argv'][0]}, not {env.python}")
@@ -436,6 +457,8 @@ def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:
 
 
 def _probe_problems(probe: dict, release: Release, expected_libs: set[str] = frozenset()) -> list[str]:
+    if not release.has_mxnet:
+        return [] if probe.get("ready") else [f"onnxruntime does not import: {probe.get('error', 'unknown error')}"]
     problems = []
     for lib, does in (("matplotlib", "draw"), ("pandas", "render a table")):
         if lib in expected_libs and probe.get(lib) is None:

@@ -42,6 +42,12 @@ class Release:
     fallback: Fallback | None = None
     custom: bool = False
     source: str = "table"
+    #: "mxnet"; "onnx-exporter" (an MXNet release with its ONNX exporter's pins); "onnxruntime" (no MXNet)
+    kind: str = "mxnet"
+
+    @property
+    def has_mxnet(self) -> bool:
+        return self.kind != "onnxruntime"
 
     @property
     def kernel_name(self) -> str:

@@ -49,6 +49,7 @@ def run_logged(
         try:
             proc = subprocess.run(
                 argv,
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,

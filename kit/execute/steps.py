@@ -251,7 +251,8 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
     from kit.common import artifacts, record_schema
 
     records = Path(step["parameters"]["run_dir"]) / "records"
-    marker = records / (artifacts.INFLIGHT % step["release"])
+    params = step["parameters"]
+    marker = records / artifacts.inflight_name(params.get("release", step["release"]), params.get("apis"))
     if not marker.exists():
         return False
     info = json.loads(marker.read_text())

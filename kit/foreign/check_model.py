@@ -13,7 +13,7 @@ from kit.envs.manager import EnvManager
 from kit.common.errors import EnvBuildError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES
+from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES, ONNX_API
 from kit.common.names import SAFE_NAME
 
 DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
@@ -131,3 +131,42 @@ def prepare(
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return json.loads((final / artifacts.MANIFEST).read_text())
+
+
+def keep_onnx(run_dir: Path, model: str, prefix: str) -> list[str]:
+    """The checkpoint's ONNX export beside it: ``PREFIX.onnx`` (the file ONNX Runtime ran, or the remedied one
+    where only a remedy exports it) and ``PREFIX.onnx.json`` (its record: verdict, max abs, opset, versions);
+    the lines that say what was written."""
+    lines = []
+    for path in sorted((Path(run_dir) / "records").glob(f"*__{model}__{ONNX_API}__*.json")):
+        rec = json.loads(path.read_text())
+        target = Path(f"{prefix}.onnx")
+        record = Path(f"{prefix}.onnx.json")
+        source = (rec.get("onnx") or {}).get("file")
+        remedy = rec.get("remedy") or {}
+        verdict = rec["verdict"]
+        if not source and remedy.get("fixed"):  # only a remedy exports it: keep that file, said so
+            remedied = sorted((Path(run_dir) / ONNX_API / rec["saved_with"] / model).rglob("*.onnx"))
+            source = str(remedied[0]) if remedied else None
+            verdict = f"the export with remedy {remedy['name']}: {remedy['verdict']}"
+        if source and Path(source).is_file():
+            shutil.copyfile(source, target)
+            lines.append(f"{target}: {verdict} in ONNX Runtime" + _how(rec))
+        else:
+            fix = f"; remedy {remedy['name']}: {remedy['verdict']}" if remedy.get("fixed") else ""
+            lines.append(f"no {target}: {rec['verdict']}: {rec.get('reason')}{fix}" + _how(rec))
+        artifacts.write_json_atomic(str(record), rec)
+        lines.append(f"{record}: the record ({rec['saved_with']} reference, exported by MXNet {rec['loaded_with']})")
+    return lines
+
+
+def _how(rec: dict) -> str:
+    info = rec.get("onnx") or {}
+    runtime = (info.get("onnxruntime") or {}).get("onnxruntime")
+    summary = rec.get("summary") or (rec.get("remedy") or {}).get("summary") or {}
+    parts = []
+    if summary.get("max_abs") is not None:
+        parts.append(f"max abs {summary['max_abs']:.2g}")
+    if info:
+        parts.append(f"opset {info.get('opset')}, onnx {info.get('onnx')}, ONNX Runtime {runtime}")
+    return f" ({'; '.join(parts)})" if parts else ""

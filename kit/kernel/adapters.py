@@ -18,6 +18,8 @@ from kit.common.capabilities import (
     C_PREDICT_API,
     C_PREDICT_SOURCES,
     FOREIGN_API,
+    ONNX_API,
+    ONNX_SOURCES,
     LOAD_APIS,
     NAIVE_LOAD_PATHS,
     has_api,
@@ -356,6 +358,42 @@ class CPredictAdapter(Adapter):
             return c_predict.predict(symbol_json, param_bytes, feed)
 
         return Predictor(predict, load_path(release, self.name)[0])
+
+    def load_graph(self, spec, release, folder, manifest):
+        return ADAPTERS[manifest["api"]].load_graph(spec, release, folder, manifest)
+
+
+@register
+class OnnxAdapter(Adapter):
+    """Leaving MXNet: the artifact's graph exported to ONNX by this kernel's release (``kit.kernel.onnx_export``)
+    and run in ONNX Runtime in its own environment (``kit.kernel.onnx_runtime``). Nothing is saved through it.
+
+    An export that raises is a load failure (the exporter's message verbatim); ONNX Runtime's failures to
+    create the session or to run it are inference failures."""
+
+    name = ONNX_API
+
+    def supports(self, release, spec):
+        return False, "onnx is a load path of the %s artifacts" % " and ".join(ONNX_SOURCES)
+
+    def load_support(self, release, spec):
+        from kit.kernel import onnx_export
+
+        path, reason = load_path(release, self.name)
+        if path is not None:
+            ok, reason = onnx_export.available()
+            if not ok:
+                return None, reason
+        return path, reason
+
+    def load(self, spec, release, folder, manifest, opset=None):
+        from kit.kernel import onnx_export, onnx_runtime
+
+        exported = onnx_export.export(folder, manifest, opset=opset)
+        session = onnx_runtime.session(exported["file"], [i["name"] for i in manifest["inputs"]])
+        predictor = Predictor(session.run, load_path(release, self.name)[0])
+        predictor.details = {"onnx": dict(exported, onnxruntime=onnx_runtime.version())}
+        return predictor
 
     def load_graph(self, spec, release, folder, manifest):
         return ADAPTERS[manifest["api"]].load_graph(spec, release, folder, manifest)

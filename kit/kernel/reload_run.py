@@ -9,7 +9,17 @@ import traceback
 from kit.common.errors import KitError
 from kit.common import artifacts, cell_selection, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, architecture, zoo
-from kit.common.capabilities import APIS, C_PREDICT_API, C_PREDICT_SOURCES, MODEL_GROUPS, pins, split_pin
+from kit.common.capabilities import (
+    APIS,
+    C_PREDICT_API,
+    C_PREDICT_SOURCES,
+    MODEL_GROUPS,
+    ONNX_API,
+    ONNX_DIRECTION,
+    ONNX_SOURCES,
+    pins,
+    split_pin,
+)
 from kit.kernel.fingerprint import fingerprint
 from kit.kernel.train_run import check_kernel
 from kit.common.versions import direction, sort_key
@@ -53,21 +63,31 @@ def c_predict_cells(found, apis=None):
     when that was saved, else its export (the files C++ predictors load)."""
     if apis and C_PREDICT_API not in apis and not any(a in apis for a in C_PREDICT_SOURCES):
         return []
+    return derived_cells(found, C_PREDICT_API, C_PREDICT_SOURCES)
+
+
+def onnx_cells(found, apis=None):
+    """The ONNX cells of ``found`` (``apis`` names ``onnx``): one per saved (release, model, version), on its
+    export when that was saved, else its Module checkpoint (or a check-model checkpoint)."""
+    return derived_cells(found, ONNX_API, ONNX_SOURCES) if apis and ONNX_API in apis else []
+
+
+def derived_cells(found, derived_api, sources_in_order):
+    """Cells of a load path that reads other APIs' artifacts: one per saved (release, model, version), on the
+    first of ``sources_in_order`` that was saved."""
     sources = {}
     for saved, model, api, path, archived in found:
-        if api not in C_PREDICT_SOURCES:
+        if api not in sources_in_order:
             continue
         try:
             status = artifacts.read_json(os.path.join(path, artifacts.MANIFEST)).get("status")
         except (IOError, OSError, ValueError):
             status = None
-        rank = (status != "saved", C_PREDICT_SOURCES.index(api))
+        rank = (status != "saved", sources_in_order.index(api))
         key = (saved, model, archived)
         if key not in sources or rank < sources[key][0]:
             sources[key] = (rank, path)
-    return [
-        (s, m, C_PREDICT_API, path, a) for (s, m, a), (_, path) in sorted(sources.items(), key=lambda kv: kv[0][:2])
-    ]
+    return [(s, m, derived_api, path, a) for (s, m, a), (_, path) in sorted(sources.items(), key=lambda kv: kv[0][:2])]
 
 
 def _excerpt(tb, lines=12):
@@ -88,8 +108,10 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
 def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived, pin):
     phase = phase or (lambda name, record=None: None)
     rec = record_schema.new_record(saved, model, api, loaded, path, archived)
-    if api == C_PREDICT_API:  # the artifact it loads: <store>/<release>/<model>/<api>[/<archived identity>]
+    if api in (C_PREDICT_API, ONNX_API):  # the artifact it loads: <store>/<release>/<model>/<api>[/<identity>]
         rec["source_api"] = os.path.basename(os.path.dirname(path) if archived else path)
+    if api == ONNX_API:
+        rec["direction"] = ONNX_DIRECTION
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -149,6 +171,7 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
     rec["load_seconds"] = round(time.time() - started, 4)
     rec["load_path"], rec["load_attempts"] = predictor.path or path_name, predictor.attempts
+    rec.update(getattr(predictor, "details", None) or {})  # what else the load path made (an ONNX file)
     started = time.time()
     phase("infer")
     try:
@@ -281,8 +304,8 @@ class InFlight(object):
     host records that artifact as ``load-error``/``infer-error`` with "kernel died".
     """
 
-    def __init__(self, records_dir, release, saved, model, api, path, archived=None):
-        self.path = os.path.join(records_dir, artifacts.INFLIGHT % release)
+    def __init__(self, records_dir, release, saved, model, api, path, archived=None, apis=None):
+        self.path = os.path.join(records_dir, artifacts.inflight_name(release, apis))
         self.info = {
             "saved_with": saved,
             "model": model,
@@ -353,6 +376,7 @@ def reload_all(
     skip_recorded=False,
     versions="current",
     cells=None,
+    onnx_runtime=None,
 ):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
@@ -361,7 +385,8 @@ def reload_all(
     compared nothing must never look like a pass. ``skip_recorded`` keeps the records
     already written (a restart after the kernel died on an artifact). ``versions="all"`` also checks
     every replaced version kept under ``.versions/``, each a cell of its own. ``cells`` (``MODEL:API``
-    patterns) narrows the (model, API) pairs checked.
+    patterns) narrows the (model, API) pairs checked. ``onnx_runtime``, the ONNX Runtime environment's Python
+    for ``onnx`` cells (their ``.onnx`` files go to ``<run_dir>/onnx/``).
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
@@ -370,11 +395,17 @@ def reload_all(
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
         models = [split_pin(m)[0] for name in models for m in MODEL_GROUPS.get(name, (name,))]
     wanted = list(apis or [])
-    stored = [a for a in wanted if a != C_PREDICT_API]
-    if C_PREDICT_API in wanted:  # its cells come from the artifacts it loads
-        stored += [a for a in C_PREDICT_SOURCES if a not in stored]
+    stored = [a for a in wanted if a not in (C_PREDICT_API, ONNX_API)]
+    for derived_api, sources in ((C_PREDICT_API, C_PREDICT_SOURCES), (ONNX_API, ONNX_SOURCES)):
+        if derived_api in wanted:  # its cells come from the artifacts it loads
+            stored += [a for a in sources if a not in stored]
+    if ONNX_API in wanted:
+        from kit.kernel import onnx_export, onnx_runtime as runtime
+
+        runtime.configure(onnx_runtime)
+        onnx_export.configure(os.path.join(run_dir, "onnx"))
     found = find_artifacts(store, saved_with, models, stored or None, versions)
-    derived = c_predict_cells(found, apis)
+    derived = c_predict_cells(found, apis) + onnx_cells(found, apis)
     found = [f for f in found if not wanted or f[2] in wanted]
     found = [f for f in found + derived if cell_selection.matches(cells, f[1], f[2])]
     found = sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))
@@ -404,7 +435,7 @@ def reload_all(
             records.append(artifacts.read_json(record_path))
             continue
         started = time.time()
-        with InFlight(records_dir, release, saved, model, api, path, archived) as inflight:
+        with InFlight(records_dir, release, saved, model, api, path, archived, wanted) as inflight:
             rec = check_artifact(
                 release, saved, model, api, path, tolerance_overrides, inflight.phase, archived, pinned.get(model)
             )

@@ -19,7 +19,7 @@ import traceback
 from kit.common import verdicts
 
 # the remedies register themselves in the order they are tried: graph and loading mode first, then files
-from kit.kernel import remedies_graph, remedies_params  # noqa: F401,E402
+from kit.kernel import remedies_graph, remedies_onnx, remedies_params  # noqa: F401,E402
 from kit.kernel.remedy_base import (  # noqa: F401,E402 - the registry's names, for callers of this module
     GRAPH_EDIT,
     LOADING_MODE,
@@ -59,6 +59,16 @@ NO_REMEDY = [
         "operator {0} (gluon's image transforms as graph operators, from 1.1 on) does not exist here: the graph "
         "needs 1.1 or newer",
     ),
+    (
+        r"No conversion function registered for op type (_image_resize|_image_to_tensor|_image_normalize)",
+        "MXNet's ONNX exporter has no converter for {0} (gluon's image transforms fused into the graph): export "
+        "the network without its transforms and do them in the serving code",
+    ),
+    (
+        r"No conversion function registered for op type (\S+?)(?: yet)?\.?$",
+        "MXNet's ONNX exporter has no converter for operator {0}",
+    ),
+    (r"raised in the exporter's (convert_\w+)", "MXNet's ONNX exporter fails in its converter {0}"),
     (r"Operator (\S+?):? is not registered", "operator {0} does not exist in the loading release"),
     (r"Cannot find argument '([^']+)'", "argument '{0}' is not known to be a no-op at its default"),
 ]

@@ -11,7 +11,7 @@ import tempfile
 
 
 from kit.common import verdicts
-from kit.common.record_schema import GRAPH_EDIT, LOADING_MODE, PARAMETER_MAPPING, RESAVE  # noqa: F401
+from kit.common.record_schema import EXPORT_SETTING, GRAPH_EDIT, LOADING_MODE, PARAMETER_MAPPING, RESAVE  # noqa: F401
 from kit.common.versions import at_least, direction
 from kit.kernel import mxapi
 
@@ -83,7 +83,7 @@ class Remedy(object):
     name = None
     #: a line a reader understands: what the remedy does
     title = None
-    #: one of LOADING_MODE, PARAMETER_MAPPING, GRAPH_EDIT, RESAVE
+    #: one of LOADING_MODE, PARAMETER_MAPPING, GRAPH_EDIT, RESAVE, EXPORT_SETTING
     changes = None
     #: "backward" / "forward": the directions it applies to
     directions = ("backward",)

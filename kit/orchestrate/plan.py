@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.envs import kernelspecs
+from kit.envs import kernelspecs, onnx_path
+from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
 from kit.common.versions import direction
 from kit.execute.progress import progress_path
@@ -12,6 +13,7 @@ from kit.execute.notebooks import NOTEBOOKS
 from kit.orchestrate.request import RunRequest
 from kit.results.runs import Run
 from kit.execute.steps import Step
+from kit.home import KitHome
 
 
 def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
@@ -30,7 +32,9 @@ def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on
 
 
 def _sources(req: RunRequest, release: str) -> list[str]:
-    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward."""
+    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward (an
+    ONNX exporter's: those its release loads)."""
+    release = onnx_path.exporter_of(release) or release
     return [s for s in req.save if req.forward or direction(s, release) != "forward"]
 
 
@@ -83,6 +87,10 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             parameters["versions"] = req.versions
         if req.cells:
             parameters["cells"] = req.cells
+        exporter = onnx_path.exporter_of(release)
+        if exporter:  # the exporter's kernel exports; ONNX Runtime, in its own environment, runs
+            runtime = KitHome().env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python"
+            parameters.update(release=exporter, apis=[ONNX_API], onnx_runtime=str(runtime))
         trained = [f"train:{s}" for s in sources if not req.reload_only]
         steps.append(release_step("reload", release, run, parameters, trained))
     if not any(s.kind == "reload" for s in steps):

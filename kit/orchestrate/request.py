@@ -9,7 +9,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kit.envs import kernelspecs
+from kit.envs import kernelspecs, onnx_path
 from kit.common import cell_selection
 from kit.common import tolerance as tolerance_mod
 from kit.common.capabilities import (
@@ -18,6 +18,7 @@ from kit.common.capabilities import (
     CORE_MODELS,
     MODEL_GROUPS,
     MODEL_NAMES,
+    ONNX_SOURCES,
     expand_models,
     split_pin,
 )
@@ -110,6 +111,12 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
         raise UsageError("--save needs at least one release")
     if not req.load:
         raise UsageError("--load needs at least one release")
+    req.load = list(dict.fromkeys(onnx_path.target(n) for n in req.load))  # onnx: the default exporter's
+    if req.apis and any(onnx_path.exporter_of(n) for n in req.load) and not set(req.apis) & set(ONNX_SOURCES):
+        raise UsageError(
+            "--load onnx exports graphs, and --apis names no API that saves one",
+            hint="add export or module_checkpoint to --apis",
+        )
     for name in dict.fromkeys(req.save + req.load):
         manager.resolve(name)  # unknown release: error listing the known ones
     if local_envs:
@@ -173,7 +180,8 @@ def _narrow_to_cells(req: RunRequest) -> None:
 def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = frozenset()) -> None:
     """Every release that runs a step here has a ready environment with its kernel registered: the loading
     releases, and the saving releases that must train (their artifacts are not all in the store)."""
-    missing = [r for r in dict.fromkeys(req.load) if not _ready(manager, r)]
+    runtime = [onnx_path.RUNTIME_NAME] if any(onnx_path.exporter_of(r) for r in req.load) else []
+    missing = [r for r in dict.fromkeys(req.load + runtime) if not _ready(manager, r)]
     if missing:
         raise UsageError(
             f"no ready environment for {', '.join(missing)}",

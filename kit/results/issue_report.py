@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from kit.common.errors import EXIT_MEANINGS
-from kit.results import reports
+from kit.results import leaving, reports
 from kit.common import artifacts
 from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import cell_id, verdict_counts
@@ -53,6 +53,9 @@ def issue_markdown(run: Run) -> str:
         if fixes:
             lines += ["", "#### Verified remedies (the cells still fail as they are; this is what makes them work)", ""]
             lines += fixes
+    leaving_mxnet = leaving.markdown(records)
+    if leaving_mxnet:
+        lines += ["", "#### Leaving MXNet (exported to ONNX, run in ONNX Runtime)", ""] + leaving_mxnet
     lines += ["", f"#### Failing cells ({len(split['failures'])})", ""]
     if not split["failures"]:
         lines.append("None.")
@@ -109,6 +112,7 @@ def summary_payload(run: Run) -> dict:
             i: reports.step_cause(e) for i, e in manifest["steps"].items() if e["status"] == "failed"
         },
         "skipped": manifest.get("skipped", []),
+        "leaving_mxnet": leaving.rows(records),
         "run_dir": str(run.dir),
     }
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from kit.common.errors import UsageError
+from kit.common.capabilities import ONNX_DIRECTION
 from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
 
@@ -40,10 +41,11 @@ def load_finished(run) -> tuple[dict, list[dict], dict]:
 
 
 def is_failure(rec: dict) -> bool:
-    """A cell that fails the run: a failing backward verdict, or a same-release reload that is not identical."""
+    """A cell that fails the run: a failing backward verdict (or an ONNX one: a model that does not leave MXNet
+    as it was asked to), or a same-release reload that is not identical."""
     if rec["direction"] == "same":
         return rec["verdict"] not in (IDENTICAL, UNSUPPORTED)
-    return rec["direction"] in ("backward", "unknown") and rec["verdict"] in FAILING
+    return rec["direction"] in ("backward", "unknown", ONNX_DIRECTION) and rec["verdict"] in FAILING
 
 
 @dataclass(frozen=True)

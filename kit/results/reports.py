@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from kit.results import migration
+from kit.results import leaving, migration
 from kit.results import signatures
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.common.verdicts import SEVERITY
@@ -175,6 +175,7 @@ DIRECTION_TITLES = {
     "backward": "Backward (older artifacts in newer releases: these fail the run unless allowed)",
     "same": "Same release (reloaded in the release that saved it, not identical: these fail the run)",
     "unknown": "Checkpoints of unknown origin",
+    "onnx": "Leaving MXNet (exported to ONNX, run in ONNX Runtime: these fail the run unless allowed)",
     "forward": "Forward (newer artifacts in older releases, reported apart)",
 }
 
@@ -331,6 +332,13 @@ def write_markdown(
             f"| {(r['network_only'].get('transforms') or {}).get('verdict', '-')} |"
             for r in e2e_split
         ]
+    leaving_mxnet = leaving.markdown(list(records))
+    if leaving_mxnet:
+        lines += [
+            "",
+            "## Leaving MXNet (each graph exported to ONNX by an MXNet release, run in ONNX Runtime)",
+            "",
+        ] + leaving_mxnet
     migrating = migration.markdown(list(records))
     if migrating:
         lines += [

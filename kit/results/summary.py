@@ -21,9 +21,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
 from kit.results import signatures  # noqa: E402
-from kit.results import migration  # noqa: E402
+from kit.results import leaving, migration  # noqa: E402
 from kit.results import reports  # noqa: E402
-from kit.common.capabilities import APIS  # noqa: E402
+from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
 from kit.common.verdicts import SEVERITY  # noqa: E402
@@ -192,7 +192,7 @@ def cell_tables(data: RunData) -> list:
     """The per-cell tables, each collapsible: the cells that fail the run, the forward cells, the rest that is
     not identical or close, the unsupported cells; notebooks as links."""
     failing = failing_table(data)
-    fails = failing["direction"].isin(["backward", "same", "unknown"]) & ~failing["allowed"]
+    fails = failing["direction"].isin(["backward", "same", "unknown", ONNX_DIRECTION]) & ~failing["allowed"]
     forward = failing["direction"] == "forward"
     return [
         collapsible("Cells that fail the run", failing[fails]),
@@ -254,8 +254,8 @@ def heatmaps(data: RunData):
         ax.set_xticklabels(loaded, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(saved)))
         ax.set_yticklabels(saved, fontsize=7)
-        ax.set_title(api, fontsize=9)
-        ax.set_xlabel("loaded with", fontsize=8)
+        ax.set_title(_panel_title(data, api), fontsize=9)
+        ax.set_xlabel("exported by (then run in ONNX Runtime)" if api == ONNX_API else "loaded with", fontsize=8)
         ax.set_ylabel("saved with", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
     fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
@@ -264,6 +264,14 @@ def heatmaps(data: RunData):
     )
     fig.tight_layout(rect=(0, 0, 0.88, 0.95))
     return fig
+
+
+def _panel_title(data: RunData, api: str) -> str:
+    """A heatmap panel's title: the API; for ``onnx``, the ONNX Runtime the exports ran in."""
+    if api != ONNX_API:
+        return api
+    versions = sorted({str(r.get("onnxruntime")) for r in leaving.rows(data.records) if r.get("onnxruntime")})
+    return f"onnx: exported by MXNet, run in ONNX Runtime {', '.join(versions) or '?'}"
 
 
 def output_errors(data: RunData) -> pd.DataFrame:
@@ -307,6 +315,11 @@ def error_distributions(data: RunData):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def leaving_table(data: RunData) -> pd.DataFrame:
+    """Leaving MXNet: per model and saving release, exports? runs? verdict, max abs, the blocking operator."""
+    return leaving.table(data.records)
 
 
 def failing_table(data: RunData) -> pd.DataFrame:
