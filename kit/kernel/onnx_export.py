@@ -84,11 +84,13 @@ class _opset(object):
 
 
 def _converter(tb):
-    """The innermost exporter function converting one operator (``convert_softmax_output``) in ``tb``."""
+    """The innermost exporter function converting one operator (``convert_softmax_output``) in ``tb``; not the
+    dispatcher (``convert_layer``), whose own errors name the operator."""
     found = None
     for frame, _ in traceback.walk_tb(tb):
-        if frame.f_code.co_name.startswith("convert_") and "onnx" in frame.f_code.co_filename:
-            found = frame.f_code.co_name
+        name = frame.f_code.co_name
+        if name.startswith("convert_") and name != "convert_layer" and "onnx" in frame.f_code.co_filename:
+            found = name
     return found
 
 
@@ -100,27 +102,32 @@ def files(manifest):
     return "%s-symbol.json" % info["prefix"], "%s-%04d.params" % (info["prefix"], info["epoch"])
 
 
-def destination(folder, manifest, opset=None):
+def destination(folder, manifest, opset=None, batch=None):
     """Where the export of the artifact in ``folder`` goes (a pinned opset's beside it, named by the opset)."""
     name = "model.onnx" if opset is None else "model.opset%d.onnx" % opset
+    if batch:
+        name = name.replace(".onnx", ".batch%d.onnx" % batch)
     if _OUT["dir"] is None:
         return os.path.join(folder, name)
     parts = [manifest.get("release") or "unknown", manifest.get("model") or "model", manifest.get("api") or "graph"]
     return os.path.join(_OUT["dir"], *parts + [name])
 
 
-def input_shape(spec, manifest):
-    """One input's shape with a batch of one: a zoo manifest's shapes leave the batch out (a single image's has
-    none), a check-model checkpoint's give it first."""
+def input_shape(spec, manifest, batch=None):
+    """One input's shape with a batch of ``batch`` (one): a zoo manifest's shapes leave the batch out (a single
+    image's has none), a check-model checkpoint's give it first."""
+    batch = [batch or 1]
     if manifest.get("foreign"):
-        return tuple([1] + list(spec["shape"])[1:])
-    return tuple(spec["shape"]) if spec.get("kind") == "pixels_single" else tuple([1] + list(spec["shape"]))
+        return tuple(batch + list(spec["shape"])[1:])
+    return tuple(spec["shape"]) if spec.get("kind") == "pixels_single" else tuple(batch + list(spec["shape"]))
 
 
-def export(folder, manifest, opset=None, out=None):
-    """Export the artifact in ``folder`` to ONNX; ``{"file", "sha256", "exporter", "onnx", "opset", "inputs"}``.
+def export(folder, manifest, opset=None, out=None, batch=None):
+    """Export the artifact in ``folder`` to ONNX; ``{"file", "sha256", "exporter", "onnx", "opset", "dynamic",
+    "shapes", ...}``.
 
-    ``opset``, the opset to write (None: the exporter's own default). Raises what the exporter raises.
+    ``opset``, the opset to write (None: the exporter's own default). ``mx.onnx`` writes a free batch dimension;
+    the older ``mx.contrib.onnx`` a fixed one, ``batch`` (default 1). Raises what the exporter raises.
     """
     import onnx
 
@@ -129,9 +136,10 @@ def export(folder, manifest, opset=None, out=None):
         raise RuntimeError(fn)
     symbol, params = files(manifest)
     inputs = manifest["inputs"]
-    shapes = [input_shape(i, manifest) for i in inputs]
+    shapes = [input_shape(i, manifest, batch) for i in inputs]
     types = [_TYPES.get(i.get("dtype", "float32"), np.float32) for i in inputs]
-    out = out or destination(folder, manifest, opset)
+    dynamic = name == "mx.onnx.export_model"
+    out = out or destination(folder, manifest, opset, None if dynamic else batch)
     if not os.path.isdir(os.path.dirname(out)):
         os.makedirs(os.path.dirname(out))
     sym_path = os.path.join(folder, symbol)
@@ -164,5 +172,6 @@ def export(folder, manifest, opset=None, out=None):
         "onnx": onnx.__version__,
         "opset": max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] or [0]),
         "opset_asked": opset,
+        "dynamic": dynamic,
         "shapes": [list(s) for s in shapes],
     }
