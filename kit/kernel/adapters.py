@@ -379,6 +379,9 @@ class OnnxAdapter(Adapter):
     def load_support(self, release, spec):
         from kit.kernel import onnx_export
 
+        ok, reason = has_api(release, self.name)
+        if not ok:
+            return None, reason
         path, reason = load_path(release, self.name)
         if path is not None:
             ok, reason = onnx_export.available()

@@ -47,8 +47,9 @@ def available():
         import onnx  # noqa: F401
     except ImportError as e:
         return False, (
-            "the onnx package does not import in this environment (%s): rebuild it with `mxcompat env create "
-            "--force RELEASE`, which installs the exporter's onnx pin from the release table" % e
+            "the onnx package does not import in this environment (%s): exports run in an exporter environment, "
+            "the release with its measured onnx pin (`mxcompat env create onnx-RELEASE`, then --load onnx-RELEASE)"
+            % e
         )
     name, fn = exporter()
     return (True, None) if name else (False, fn)

@@ -21,6 +21,7 @@ from kit.common import verdicts
 # the remedies register themselves in the order they are tried: graph and loading mode first, then files
 from kit.kernel import remedies_graph, remedies_onnx, remedies_params  # noqa: F401,E402
 from kit.kernel.remedy_base import (  # noqa: F401,E402 - the registry's names, for callers of this module
+    EXPORT_SETTING,
     GRAPH_EDIT,
     LOADING_MODE,
     MAX_CHAIN,

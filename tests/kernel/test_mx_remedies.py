@@ -157,6 +157,7 @@ def test_the_registry_names_each_remedy_once_with_code_a_user_can_run():
             remedies.PARAMETER_MAPPING,
             remedies.GRAPH_EDIT,
             remedies.RESAVE,
+            remedies.EXPORT_SETTING,
         )
     assert remedies.no_remedy_reason("Operator _npi_add is not registered").startswith(
         "operator _npi_add is one of MXNet's numpy operators"
