@@ -31,10 +31,11 @@ nbstripout: $(VENV)/.installed
 	@git rev-parse --git-dir >/dev/null 2>&1 && $(BIN)/nbstripout --install || true
 
 demo: setup
-	$(BIN)/mxcompat env create $(DEMO_RELEASES) --allow-fallback
+	$(BIN)/mxcompat env create $(DEMO_RELEASES) onnx --allow-fallback
 	$(BIN)/mxcompat env list
 	@# exit 1 is the kit's verdict "regressions found" (1.x LSTMs do not load in MXNet 2.0), not a broken demo
-	$(BIN)/mxcompat run --save $(subst $(space),$(comma),$(strip $(DEMO_RELEASES))) --forward --jobs $(DEMO_JOBS); \
+	$(BIN)/mxcompat run --save $(subst $(space),$(comma),$(strip $(DEMO_RELEASES))) \
+	  --load $(subst $(space),$(comma),$(strip $(DEMO_RELEASES) onnx)) --forward --jobs $(DEMO_JOBS); \
 	rc=$$?; if [ $$rc -eq 1 ]; then echo "make demo: the run found regressions (exit 1); summary.md above lists them"; \
 	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 

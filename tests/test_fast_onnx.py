@@ -58,6 +58,9 @@ def test_the_plan_runs_the_onnx_step_on_the_exporters_kernel(tmp_path, monkeypat
     assert step.parameters["saved_with"] == ["1.4.1", "1.9.1"]  # 2.0's graphs are forward for 1.9.1's exporter
     assert step.depends_on == ["train:1.4.1", "train:1.9.1"]
     assert steps["reload:2.0.0b1"].parameters["apis"] == ["export"]
+    req = RunRequest(save=["1.9.1", "2.0.0b1"], load=["onnx-1.9.1"], forward=True)
+    step = {s.id: s for s in plan(req, run, tmp_path / "store")}["reload:onnx-1.9.1"]
+    assert step.parameters["saved_with"] == ["1.9.1"]  # --forward is the MXNet matrix's: no newer exports
 
 
 def test_onnx_with_no_api_that_saves_a_graph_is_refused_before_any_work(tmp_path):

@@ -32,9 +32,12 @@ def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on
 
 
 def _sources(req: RunRequest, release: str) -> list[str]:
-    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward (an
-    ONNX exporter's: those its release loads)."""
-    release = onnx_path.exporter_of(release) or release
+    """The saving releases whose artifacts ``release`` loads: older or the same, newer too with --forward. An
+    ONNX exporter exports its own release's and older graphs only: whether a newer graph loads in an older
+    release is the forward matrix's question, and a newer exporter (--load onnx-RELEASE) answers for it."""
+    exporter = onnx_path.exporter_of(release)
+    if exporter:
+        return [s for s in req.save if direction(s, exporter) != "forward"]
     return [s for s in req.save if req.forward or direction(s, release) != "forward"]
 
 
