@@ -31,11 +31,11 @@ import time
 import uuid
 from pathlib import Path
 
-from kit.envs import child_env
+from kit.envs import child_env, onnx_path
 from kit.execute import progress
 from kit import store as stores
 from kit.envs.manager import EnvBuildError, EnvManager
-from kit.common.capabilities import split_pin
+from kit.common.capabilities import ONNX_API, ONNX_SOURCES, split_pin
 from kit.common.errors import KitError
 from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS
@@ -201,11 +201,16 @@ def run_remote(task: dict) -> dict:
     remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(announce).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
     params = dict(step["parameters"])
+    if params.get("onnx_runtime"):  # an ONNX step also runs ONNX Runtime: its environment, on this worker
+        built = ensure_env(home, onnx_path.RUNTIME_NAME) or built
+        params["onnx_runtime"] = str(home.env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python")
     places = {"store": str(mirror.root), "run": str(scratch)}
     for name, place in PATH_PARAMETERS[kind].items():
         params[name] = places[place]
     models = [split_pin(m)[0] for m in params.get("models") or []] or None  # the store has no pins
     apis = params.get("apis") or None
+    if apis and ONNX_API in apis:  # its cells read the graph artifacts
+        apis = list(ONNX_SOURCES)
     pulled = 0
     if mirror is not remote:
         sources = [release] if kind == "train" else params["saved_with"]

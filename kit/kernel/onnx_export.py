@@ -48,8 +48,7 @@ def available():
     except ImportError as e:
         return False, (
             "the onnx package does not import in this environment (%s): exports run in an exporter environment, "
-            "the release with its measured onnx pin (`mxcompat env create onnx-RELEASE`, then --load onnx-RELEASE)"
-            % e
+            "the release with its measured onnx pin (`mxcompat env create onnx-RELEASE`, then --load onnx-RELEASE)" % e
         )
     name, fn = exporter()
     return (True, None) if name else (False, fn)

@@ -8,6 +8,7 @@ Arrays cross as ``.npz`` files, which every numpy reads.
 import atexit
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -16,6 +17,8 @@ import numpy as np
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx_worker.py")
 HINT = "build it with `mxcompat env create onnxruntime`"
+#: the longest a model's session and run may take before the worker is stopped (the kernel must not hang)
+ANSWER_SECONDS = 600
 
 _STATE = {"python": None, "proc": None, "hello": None, "tmp": None, "count": 0}
 _ERRORS = {}
@@ -36,32 +39,43 @@ def _worker():
     proc = _STATE["proc"]
     if proc is not None and proc.poll() is None:
         return proc
+    close()  # a worker that died: its files go, a new one starts
     python = _STATE["python"]
     if not python or not os.path.exists(python):
         raise RuntimeUnavailable("no ONNX Runtime environment (%s): %s" % (python or "none configured", HINT))
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # nothing of this kernel's environment leaks into the runtime's
-    proc = subprocess.Popen(
-        [python, "-u", WORKER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
-        env=env,
-        cwd=tempfile.gettempdir(),
-    )
+    tmp = tempfile.mkdtemp(prefix="mxcompat-ort-")
+    # its warnings go to a file: a pipe nobody reads fills up and stops the worker mid-run
+    with open(os.path.join(tmp, "stderr.log"), "w") as err:
+        proc = subprocess.Popen(
+            [python, "-u", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            universal_newlines=True,
+            env=env,
+            cwd=tmp,
+        )
+    _STATE.update(proc=proc, tmp=tmp)
     hello = _read(proc)
     if not hello.get("ready"):
         raise RuntimeUnavailable("ONNX Runtime does not start in %s: %s; %s" % (python, hello.get("error"), HINT))
-    _STATE.update(proc=proc, hello=hello, tmp=tempfile.mkdtemp(prefix="mxcompat-ort-"))
+    _STATE["hello"] = hello
     return proc
 
 
 def _read(proc):
+    # one answer per request: nothing waits in the file object's buffer when the pipe has nothing to read
+    if not select.select([proc.stdout], [], [], ANSWER_SECONDS)[0]:
+        proc.kill()
+        proc.wait()
+        raise RuntimeUnavailable("the ONNX Runtime worker gave no answer in %d s: stopped" % ANSWER_SECONDS)
     line = proc.stdout.readline()
     if not line:
         code = proc.wait()
-        err = proc.stderr.read().strip().splitlines()[-3:]
+        with open(os.path.join(_STATE["tmp"], "stderr.log")) as f:
+            err = f.read().strip().splitlines()[-3:]
         _STATE["proc"] = None
         raise RuntimeUnavailable("the ONNX Runtime worker exited (code %s): %s" % (code, " | ".join(err)))
     return json.loads(line)
@@ -116,6 +130,8 @@ def close():
     if proc is not None and proc.poll() is None:
         proc.stdin.close()
         proc.wait()
+    if proc is not None:
+        proc.stdout.close()
     if _STATE["tmp"]:
         shutil.rmtree(_STATE["tmp"], ignore_errors=True)
     _STATE.update(proc=None, hello=None, tmp=None)
