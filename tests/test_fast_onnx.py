@@ -138,3 +138,8 @@ def test_the_reason_no_remedy_applies_names_the_missing_converter():
     assert no_remedy_reason("list index out of range\n(raised in the exporter's convert_softmax_output)") == (
         "MXNet's ONNX exporter fails in its converter convert_softmax_output"
     )
+
+
+def test_the_old_exporters_batchnorm_failure_points_at_1_9s_exporter():
+    why = no_remedy_reason("ValidationError: Unrecognized attribute: spatial for operator BatchNormalization")
+    assert why.endswith("export with 1.9's exporter (--load onnx)")

@@ -33,6 +33,12 @@ NO_REMEDY = [
         r"No conversion function registered for op type (\S+?)(?: yet)?\.?(?:\s|$)",
         "MXNet's ONNX exporter has no converter for operator {0}",
     ),
+    (
+        r"Unrecognized attribute: spatial for operator BatchNormalization",
+        "mx.contrib.onnx (1.3 to 1.8) writes BatchNormalization's spatial attribute, gone from ONNX since opset 9 "
+        "(at opset 7 or 8 it exports and ONNX Runtime refuses the scale's shape): export with 1.9's exporter "
+        "(--load onnx)",
+    ),
     (r"raised in the exporter's (convert_\w+)", "MXNet's ONNX exporter fails in its converter {0}"),
     (r"Operator (\S+?):? is not registered", "operator {0} does not exist in the loading release"),
     (r"Cannot find argument '([^']+)'", "argument '{0}' is not known to be a no-op at its default"),
