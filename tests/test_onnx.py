@@ -210,3 +210,18 @@ def test_a_run_without_the_runtime_names_the_command_that_builds_it(kit_home, tm
     assert proc.returncode == 2
     assert "no ready environment for onnx-1.9.1, onnxruntime" in proc.stderr
     assert "mxcompat env create onnx-1.9.1 onnxruntime" in proc.stderr
+
+
+def test_a_bundle_of_an_onnx_cell_carries_its_files_and_investigate_points_elsewhere(onnx_run, kit_home):
+    import zipfile
+
+    runs_dir = str(onnx_run["dir"].parent)
+    cell = "lstm/onnx/1.4.1/1.9.1"
+    made = run_cli("bundle", "leaving", "--cell", cell, "--runs-dir", runs_dir, home=kit_home, check=True)
+    names = zipfile.ZipFile(made.stdout.strip().splitlines()[-1]).namelist()
+    assert "1.4.1__lstm__onnx__1.9.1/onnx/model.opset13.onnx" in names
+    assert "1.4.1__lstm__onnx__1.9.1/notebooks/reload-mxnet-onnx-1.9.1.ipynb" in names
+    refused = run_cli("investigate", "leaving", "--cell", cell, "--runs-dir", runs_dir, home=kit_home)
+    assert refused.returncode == 2 and "--cell lstm/export/1.4.1/1.9.1" in refused.stderr
+    refused = run_cli("convert", "leaving", "--cell", cell, "--runs-dir", runs_dir, home=kit_home)
+    assert refused.returncode == 2 and "model.opset13.onnx" in refused.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 from kit.results.cells import Cell
 from kit.common import artifacts
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
+from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.results.reports import reproduce_command
@@ -168,11 +169,15 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     record = json.loads(record_path.read_text())
     investigation_path = run.dir / "investigate" / f"{cell.slug}.json"
     investigation = json.loads(investigation_path.read_text()) if investigation_path.is_file() else None
-    artifact = Path(artifacts.artifact_dir(manifest["store"], cell.saved, cell.model, cell.api))
+    source_api = record.get("source_api") or cell.api  # a c_predict or onnx cell loads another API's artifact
+    artifact = Path(artifacts.artifact_dir(manifest["store"], cell.saved, cell.model, source_api))
     artifact_manifest = artifact / MANIFEST
+    # an onnx cell ran on its exporter's environment (onnx-RELEASE), with the .onnx files it wrote
+    loaded_env = f"{ONNX_API}-{cell.loaded}" if cell.api == ONNX_API else cell.loaded
+    exported = sorted((run.dir / ONNX_API / cell.saved / cell.model / source_api).glob("*.onnx"))
     notebooks = [
         ("train", f"mxnet-{cell.saved}", _train_notebook(run, artifact, cell.saved)),
-        ("reload", f"mxnet-{cell.loaded}", run.dir / "reload" / f"mxnet-{cell.loaded}.ipynb"),
+        ("reload", f"mxnet-{loaded_env}", run.dir / "reload" / f"mxnet-{loaded_env}.ipynb"),
         ("investigate", cell.slug, run.dir / "investigate" / f"{cell.slug}.ipynb"),
     ]
     out = Path(out) if out else run.dir / "bundles" / f"{cell.slug}.zip"
@@ -195,6 +200,8 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
             z.write(artifact_manifest, f"{root}/artifact-manifest.json")
         if investigation is not None:
             z.write(investigation_path, f"{root}/investigation.json")
+        for path in exported if cell.api == ONNX_API else []:
+            z.write(path, f"{root}/onnx/{path.name}")
         for kind, stem, nb in notebooks:
             if nb is not None and nb.is_file():
                 name = f"{kind}-{stem}"

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from kit.results.cells import Cell
+from kit.common.capabilities import ONNX_API
 from kit.common.record_schema import LOADING_MODE
 from kit.common.errors import EnvBuildError, KitError, UsageError
 from kit.envs.manager import EnvManager
@@ -74,6 +75,12 @@ def convert_cell(
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     record = read_record(run, cell)
+    if cell.api == ONNX_API:  # the remedied export is already a file of the run
+        onnx_files = sorted(str(p) for p in (run.dir / ONNX_API / cell.saved / cell.model).rglob("*.onnx"))
+        raise UsageError(
+            f"{cell} is an ONNX cell: the run wrote its export, and a remedy's, as .onnx files",
+            hint="; ".join(onnx_files) or "no .onnx file: no export or remedy succeeded",
+        )
     name = choose_remedy(record, cell, remedy)
     target = Path(out) if out else run.dir / "converted" / cell.slug
     env = EnvManager(home).ready_env(cell.loaded)

@@ -14,6 +14,7 @@ from pathlib import Path
 from papermill.exceptions import PapermillExecutionError
 
 from kit.common import artifacts
+from kit.common.capabilities import ONNX_API
 from kit.results.cells import Cell
 from kit.envs.manager import EnvManager
 from kit.common.errors import EnvBuildError, KitError, UsageError
@@ -43,6 +44,13 @@ def investigate_cell(
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
     store = Path(manifest["store"])
+    if cell.api == ONNX_API:
+        raise UsageError(
+            f"{cell} is an ONNX cell: investigate compares MXNet's layers, and ONNX Runtime runs outside MXNet",
+            hint=f"its record ({run.dir}/records/{cell.slug}.json) names the exporter's error, the .onnx file and "
+            "the remedies tried; investigate the source artifact in an MXNet release: "
+            f"--cell {cell.model}/export/{cell.saved}/{cell.loaded}",
+        )
     artifact = Path(artifacts.artifact_dir(store, cell.saved, cell.model, cell.api))
     if not (artifact / "manifest.json").is_file():
         raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
