@@ -107,6 +107,12 @@ def test_executed_notebooks_record_their_kernel_and_string_parameters(first_run)
     assert nb.metadata["kernelspec"]["name"] == f"mxnet-{NEWEST}"
     params = nb.metadata["papermill"]["parameters"]
     assert params["release"] == NEWEST and params["saved_with"] == [OLDEST, NEWEST]
+    # one kernel per release: the train step's kernel ran the reload step, its copy numbered from 1
+    assert nb.metadata["mxcompat"]["kernel"].startswith("kept from the previous step")
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1))
+    train = nbformat.read(first_run["dir"] / "train" / f"mxnet-{NEWEST}.ipynb", 4)
+    assert "mxcompat" not in train.metadata
 
 
 def test_summary_notebook_shows_figures_and_tables(first_run):

@@ -17,9 +17,11 @@ LOOKAHEAD = 2
 
 
 class LocalExecutor:
-    """A local process pool, kept for the whole run: each step runs in a worker process (spawned, so no
-    ZMQ state is forked). With one job, the worker starts the next steps' kernels while a step runs,
-    across waves too (``run(..., then=...)`` names the kernels of the steps that come after).
+    """Local worker processes, kept for the whole run, one per job (a lane: spawned, so no ZMQ state is
+    forked; it runs its steps in order). Every step of a release goes to the same lane, whose worker keeps
+    the release's kernel, MXNet imported, from its train step for its reload step: one kernel per release
+    (``run(..., then=...)`` names the kernels of the steps that come after). With one job, the worker also
+    starts the next steps' kernels while a step runs.
 
     Kernels read and write the store's working copy; an S3 store is pulled into it by
     :meth:`prepare` and what train steps saved is pushed back after them.
@@ -41,37 +43,50 @@ class LocalExecutor:
         self.releases: list[str] = []
         self.models: list[str] | None = None
         self.apis: list[str] | None = None
-        self._pool: ProcessPoolExecutor | None = None
+        self._lanes: list[ProcessPoolExecutor | None] = [None] * self.jobs
+        self._lane_of: dict[str, int] = {}  # a release's kernel -> the lane that runs its steps
+        self._assigned = [0] * self.jobs  # steps given to each lane so far
 
     def start(self, first_kernels: Iterable[str] = ()) -> None:
         """Spawn the workers now (and start the first steps' kernels) while the orchestrator does its checks."""
-        pool = self._workers()
+        pool = self._lane(0)
         if self.jobs == 1 and first_kernels:
             log = f"{self.log_dir}/kernels-started-ahead.log" if self.log_dir else None
             pool.submit(warm_kernels, list(first_kernels)[:LOOKAHEAD], str(self.home.root), log)
 
     def close(self) -> None:
-        """End the workers, and the kernels they started for steps that did not come."""
-        if self._pool is None:
-            return
-        pool, self._pool = self._pool, None
-        try:
-            pool.submit(shutdown_warm_kernels).result(timeout=30)
-        except Exception:  # noqa: BLE001 - a dead worker's kernels end with it (kit.execute.reaper)
-            pass
-        pool.shutdown(wait=True, cancel_futures=True)
+        """End the workers, and the kernels they kept or started for steps that did not come."""
+        for i, pool in enumerate(self._lanes):
+            if pool is None:
+                continue
+            self._lanes[i] = None
+            try:
+                pool.submit(shutdown_warm_kernels).result(timeout=30)
+            except Exception:  # noqa: BLE001 - a dead worker's kernels end with it (kit.execute.reaper)
+                pass
+            pool.shutdown(wait=True, cancel_futures=True)
 
-    def _workers(self) -> ProcessPoolExecutor:
-        if self._pool is None:
+    def _lane(self, i: int) -> ProcessPoolExecutor:
+        if self._lanes[i] is None:
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.jobs,
+            self._lanes[i] = ProcessPoolExecutor(
+                max_workers=1,
                 mp_context=ctx,
                 # a worker and its kernels end with this process, however it ends (kit.execute.reaper)
                 initializer=reaper.die_with_parent,
                 initargs=(os.getpid(), str(self.home.root / reaper.PIDS_DIR), self.run_id),
             )
-        return self._pool
+        return self._lanes[i]
+
+    def _assign(self, step: Step) -> int:
+        """The lane of ``step``: its release's, else the lane given the fewest steps so far."""
+        lane = self._lane_of.get(step.kernel)
+        if lane is None:
+            lane = min(range(self.jobs), key=lambda i: self._assigned[i])
+            if not step.runs_on_host:
+                self._lane_of[step.kernel] = lane
+        self._assigned[lane] += 1
+        return lane
 
     def holdings(self) -> set[tuple[str, str, str]]:
         """(release, model, api) of every current artifact the steps can read: in the store or its working copy."""
@@ -124,21 +139,26 @@ class LocalExecutor:
         )
 
     def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:
-        # one worker runs the steps in order: it can start the next steps' kernels ahead of time
+        lanes = [self._assign(s) for s in steps]
         kernels = [s.kernel for s in steps] + then
-        ahead = [kernels[i + 1 : i + 1 + LOOKAHEAD] if self.jobs == 1 else [] for i in range(len(steps))]
+        futures = {}
+        for i, (step, lane) in enumerate(zip(steps, lanes)):
+            later = kernels[i + 1 :]
+            # a kernel an earlier step keeps needs no start; with one job, the next others start while this runs
+            ahead = [k for k in later if k not in kernels[: i + 1]][:LOOKAHEAD] if self.jobs == 1 else []
+            keep = not step.runs_on_host and step.kernel in later  # its later steps run in this lane
+            future = self._lane(lane).submit(
+                execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
+            )
+            futures[future] = (step, lane)
         results = []
-        pool = self._workers()
-        futures = {
-            pool.submit(execute_step, s.to_dict(), str(self.home.root), self._log_path(s), nxt): s
-            for s, nxt in zip(steps, ahead)
-        }
         for fut in as_completed(futures):
+            step, lane = futures[fut]
             try:
                 result = StepResult(**fut.result())
             except Exception as e:  # the worker process itself died
-                result = StepResult(futures[fut].id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
-                self._pool = None  # a broken pool takes no more work: the next wave spawns a new one
+                result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
+                self._lanes[lane] = None  # a broken lane takes no more work: the next wave spawns a new one
             results.append(result)
             on_done(result)
         return results

@@ -38,6 +38,11 @@ papermill_engines.register(ENGINE, ProgressEngine)
 
 
 _WARM: dict = {}  # kernel name -> a KernelManager whose kernel was started ahead of its step (this process only)
+#: the most kernels a process keeps between their steps (one per release: its train step's, for its reload step)
+MAX_KEPT = 12
+#: and the most memory they may hold together, as a share of the machine's (a kernel that trained vision models
+#: keeps MXNet's memory pool: it is shut down instead)
+KEPT_MEMORY_SHARE = 0.25
 KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
 #: what a kernel started ahead of its step imports while the previous step runs: its notebook's first imports.
 #: An import that fails here only prints; the notebook's own import then fails with the cause.
@@ -101,13 +106,16 @@ def run_notebook(
     start_timeout: int = 180,
     execution_timeout: int | None = None,
     progress: StepProgress | None = None,
+    keep_kernel: bool = False,
 ):
     """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
 
     The executed copy records the kernel it ran on, so opening it in Jupyter picks
     that release's kernel. papermill's error (``PapermillExecutionError``) is raised
     after the executed copy, with the failing cell, is written. ``progress`` learns each cell
-    started and the kernel's printed lines.
+    started and the kernel's printed lines. ``keep_kernel``: the kernel stays up for the next notebook on
+    ``kernel_name`` in this process (a release's train step keeps its kernel, MXNet imported, for its reload
+    step); that notebook's copy is numbered from 1 as if its kernel were new.
     """
     home = home or KitHome()
     output = Path(output)
@@ -115,6 +123,7 @@ def run_notebook(
     km = None if cwd else _take_warm(kernel_name)  # a warm kernel runs in this process's folder
     if km is None:
         km = kernelspecs.kernel_manager(home, kernel_name)  # nbclient starts it (in cwd)
+    reused = bool(getattr(km, "mxcompat_ran", False))
     try:
         return papermill.execute_notebook(
             str(notebook),
@@ -130,8 +139,27 @@ def run_notebook(
             progress=progress,
         )
     finally:
-        _shutdown(km)  # nbclient leaves a kernel manager it was given running
-        _record_kernel(output, home, kernel_name)
+        if not (keep_kernel and not cwd and _keep(kernel_name, km)):
+            _shutdown(km)  # nbclient leaves a kernel manager it was given running
+        _record_kernel(output, home, kernel_name, renumber=reused)
+
+
+def _keep(kernel_name: str, km) -> bool:
+    """Keep ``km``'s kernel for the next notebook on ``kernel_name`` in this process, if it is alive and the
+    process keeps fewer than :data:`MAX_KEPT`."""
+    from jupyter_core.utils import run_sync
+
+    try:
+        alive = run_sync(km.is_alive)()
+    except Exception:  # noqa: BLE001 - a kernel in doubt is not kept
+        alive = False
+    if not alive or kernel_name in _WARM or len(_WARM) >= MAX_KEPT:
+        return False
+    if _rss(km) + sum(_rss(k) for k in _WARM.values()) > KEPT_MEMORY_SHARE * _total_memory():
+        return False
+    km.mxcompat_ran = True
+    _WARM[kernel_name] = km
+    return True
 
 
 def _shutdown(km) -> None:
@@ -156,11 +184,39 @@ async def _kill_now(km) -> None:
         await asyncio.sleep(0.005)
 
 
-def _record_kernel(output: Path, home: KitHome, kernel_name: str) -> None:
+def _rss(km) -> int:
+    """The resident memory of ``km``'s kernel process (0 when it cannot be read)."""
+    import psutil
+
+    try:
+        return psutil.Process(km.provisioner.pid).memory_info().rss
+    except Exception:  # noqa: BLE001 - gone, or no local process
+        return 0
+
+
+def _total_memory() -> int:
+    import psutil
+
+    return psutil.virtual_memory().total
+
+
+def _record_kernel(output: Path, home: KitHome, kernel_name: str, renumber: bool = False) -> None:
+    """The executed copy names its kernel; ``renumber``: its execution counts from 1 (a kept kernel counts on
+    from its previous notebook)."""
     if not output.exists():
         return
     spec = kernelspecs.read_kernelspec(home, kernel_name) or {}
     nb = nbformat.read(output, as_version=4)
+    if renumber:
+        nb.metadata["mxcompat"] = {"kernel": "kept from the previous step on it in this worker"}
+        count = 0
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.get("execution_count") is not None:
+                count += 1
+                cell.execution_count = count
+                for out in cell.get("outputs", []):
+                    if "execution_count" in out:
+                        out["execution_count"] = count
     nb.metadata["kernelspec"] = {
         "name": kernel_name,
         "display_name": spec.get("display_name", kernel_name),

@@ -115,16 +115,23 @@ def _output_to(log_path: str):
             os.close(saved[1])
 
 
-def execute_step(step: dict, home_root: str, log_path: str | None = None, next_kernels: list[str] = ()) -> dict:
+def execute_step(
+    step: dict,
+    home_root: str,
+    log_path: str | None = None,
+    next_kernels: list[str] = (),
+    keep_kernel: bool = False,
+) -> dict:
     """Run one step (in a worker process); never raises, returns a StepResult as a dict.
 
     ``next_kernels``: the kernels the next steps in this process will need, started now so they
-    are up when those steps begin.
+    are up when those steps begin. ``keep_kernel``: a later step in this process runs on the same kernel
+    (the release's reload after its train): the kernel stays up, MXNet imported, for it.
     """
     if log_path:
         with _output_to(log_path):
-            return _execute(step, home_root, next_kernels)
-    return _execute(step, home_root, next_kernels)
+            return _execute(step, home_root, next_kernels, keep_kernel)
+    return _execute(step, home_root, next_kernels, keep_kernel)
 
 
 def warm_kernels(kernels: list[str], home_root: str, log_path: str | None = None) -> None:
@@ -149,8 +156,8 @@ def shutdown_warm_kernels() -> None:
 MAX_KERNEL_DEATHS = 50
 
 
-def _execute(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
-    result = _execute_notebook(step, home_root, next_kernels)
+def _execute(step: dict, home_root: str, next_kernels: list[str] = (), keep_kernel: bool = False) -> dict:
+    result = _execute_notebook(step, home_root, next_kernels, keep_kernel)
     if step["kind"] == "train" and step["parameters"].get("saved_by") and os.path.isfile(step["output"]):
         try:
             keep_train_notebook(step)
@@ -168,7 +175,7 @@ def keep_train_notebook(step: dict) -> int:
     return LocalStore(params["store"]).keep_train_notebook(step["output"], params["saved_by"], step["release"])
 
 
-def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = ()) -> dict:
+def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = (), keep_kernel: bool = False) -> dict:
     from kit.home import KitHome
     from kit.execute.notebooks import prestart, run_notebook
     from kit.execute.progress import StepProgress
@@ -192,6 +199,7 @@ def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = ()) 
                 step["parameters"],
                 home=KitHome(home_root),
                 progress=progress,
+                keep_kernel=keep_kernel,
             )
             return StepResult(
                 step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths, started_at=started_at
