@@ -120,16 +120,23 @@ def _cell_seconds(path, marker):
     return total, work, setup
 
 
-def kit_run(names, home, jobs, tag, cells=CHECKER_CELLS, models=None, timeout=3600):
-    """``mxcompat run`` from an empty store; wall, steps by kind, and where the time outside steps went."""
+def kit_run(names, home, jobs, tag, cells=CHECKER_CELLS, models=None, timeout=3600, checkout=REPO):
+    """``mxcompat run`` from an empty store; wall, steps by kind, and where the time outside steps went.
+
+    ``checkout``: another checkout of the kit (``--baseline``) runs with its own virtualenv and kit home."""
+    if checkout != REPO:
+        home = checkout / ".kit"
     runs, store = home / "runs", home / f"store-{tag}"
     shutil.rmtree(store, ignore_errors=True)
     shutil.rmtree(runs / tag, ignore_errors=True)
     args = ["run", "--save", ",".join(names), "--runs-dir", str(runs), "--run-id", tag, "--store", str(store)]
     args += ["--jobs", str(jobs)] + (["--cells", cells] if cells else []) + (["--models", models] if models else [])
     env = dict(os.environ, MXCOMPAT_HOME=str(home))
+    python = PY if checkout == REPO else str(checkout / ".venv" / "bin" / "python")
     t0 = time.time()
-    proc = subprocess.run([PY, "-m", "kit", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
+    proc = subprocess.run(
+        [python, "-m", "kit", *args], capture_output=True, text=True, env=env, cwd=checkout, timeout=timeout
+    )
     wall = time.time() - t0
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"mxcompat {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr}")
@@ -238,6 +245,11 @@ def main():
     ap.add_argument("--out", help="JSON to write (default bench/results/peer-<timestamp>.json)")
     ap.add_argument("--compare", help="an earlier JSON to print ratios against")
     ap.add_argument("--table", metavar="JSON", help="print the README's cost table from a result file, and stop")
+    ap.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="another checkout of the kit (before a change): its kit runs too, in turn with this one's",
+    )
     args = ap.parse_args()
     if args.table:
         print(cost_table(json.loads(Path(args.table).read_text()), Path(args.table).name))
@@ -267,6 +279,15 @@ def main():
                 "kit": k,
                 "kit_over_peer": round(k["wall_seconds"] / p["wall_seconds"], 2),
             }
+            if args.baseline:
+                print(f"baseline kit ({args.baseline}) --cells, --jobs {j}", flush=True)
+                b = kit_run(names, home, j, f"peer-baseline-j{j}", checkout=Path(args.baseline).resolve())
+                result["peer"][f"jobs{j}"].update(
+                    baseline=b,
+                    baseline_over_peer=round(b["wall_seconds"] / p["wall_seconds"], 2),
+                    kit_over_baseline=round(k["wall_seconds"] / b["wall_seconds"], 2),
+                )
+                print(f"  baseline {b['wall_seconds']}s: x{result['peer'][f'jobs{j}']['baseline_over_peer']} the peer")
             print(
                 f"  peer {p['wall_seconds']}s, kit {k['wall_seconds']}s: x{result['peer'][f'jobs{j}']['kit_over_peer']}"
             )

@@ -94,8 +94,8 @@ def show(fig, dpi: int = 110, vector: bool = False):
     (MPLBACKEND=Agg in the environment would otherwise leave the executed notebook without figures).
 
     ``vector``: as SVG with its text as text (a heatmap's hundreds of labels: half the time of drawing
-    their glyphs into a PNG); else a PNG. The kit's figures
-    lay themselves out (``tight_layout``): no second drawing pass to find the bounding box."""
+    their glyphs into a PNG); else a PNG. The kit's figures set their margins themselves: no layout or
+    bounding-box pass draws them twice."""
     import io
 
     from IPython.display import SVG, Image, display
@@ -259,11 +259,31 @@ def heatmaps(data: RunData):
         ax.set_ylabel("saved with", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
     fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
+    width = fig.get_size_inches()[0]
     fig.suptitle(
-        "worst verdict over the models checked, largest max-abs error (models checked / in the zoo)", fontsize=10
+        "worst verdict over the models checked, largest max-abs error (models checked / in the zoo)",
+        fontsize=10 if width > 8 else 7,
+        wrap=True,
+        y=1 - 0.3 / fig.get_size_inches()[1],
     )
-    fig.tight_layout(rect=(0, 0, 0.88, 0.95))
+    _fixed_margins(fig, nrows, ncols)
     return fig
+
+
+def _fixed_margins(fig, nrows: int, ncols: int) -> None:
+    """The heatmaps' margins in inches (tick labels, axis labels, titles, the legend), set directly: laying
+    out hundreds of cell labels with tight_layout costs a third of the figure's time."""
+    width, height = fig.get_size_inches()
+    left, right, bottom, top = 1.0, 1.5, 1.1, 0.95  # y labels / legend / rotated x labels / titles
+    wspace_in, hspace_in = 1.1, 1.35  # between panels: the next one's y labels / this one's x labels and title
+    fig.subplots_adjust(
+        left=left / width,
+        right=1 - right / width,
+        bottom=bottom / height,
+        top=1 - top / height,
+        wspace=wspace_in / max(0.1, (width - left - right - wspace_in * (ncols - 1)) / ncols),
+        hspace=hspace_in / max(0.1, (height - bottom - top - hspace_in * (nrows - 1)) / nrows),
+    )
 
 
 def _panel_title(data: RunData, api: str) -> str:
@@ -313,7 +333,7 @@ def error_distributions(data: RunData):
         ax.set_title(f"error distribution {title}", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.14, top=0.92, wspace=0.18)  # as tight_layout, at no cost
     return fig
 
 
