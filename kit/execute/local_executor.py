@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Iterable
 
 from kit.execute import reaper
@@ -18,10 +18,10 @@ LOOKAHEAD = 2
 
 class LocalExecutor:
     """Local worker processes, kept for the whole run, one per job (a lane: spawned, so no ZMQ state is
-    forked; it runs its steps in order). Every step of a release goes to the same lane, whose worker keeps
-    the release's kernel, MXNet imported, from its train step for its reload step: one kernel per release
-    (``run(..., then=...)`` names the kernels of the steps that come after). With one job, the worker also
-    starts the next steps' kernels while a step runs.
+    forked; it runs one step at a time). A worker keeps a release's kernel, MXNet imported, from its train
+    step for its reload step, and a free lane takes a step whose kernel it kept before any other: one kernel
+    per release (``run(..., then=...)`` names the kernels of the steps that come after). With one job, the
+    worker also starts the next steps' kernels while a step runs.
 
     Kernels read and write the store's working copy; an S3 store is pulled into it by
     :meth:`prepare` and what train steps saved is pushed back after them.
@@ -44,8 +44,8 @@ class LocalExecutor:
         self.models: list[str] | None = None
         self.apis: list[str] | None = None
         self._lanes: list[ProcessPoolExecutor | None] = [None] * self.jobs
-        self._lane_of: dict[str, int] = {}  # a release's kernel -> the lane that runs its steps
-        self._assigned = [0] * self.jobs  # steps given to each lane so far
+        self._kept: list[set[str]] = [set() for _ in range(self.jobs)]  # kernels each lane's worker keeps
+        self._submitted: dict = {}  # future -> its step
 
     def start(self, first_kernels: Iterable[str] = ()) -> None:
         """Spawn the workers now (and start the first steps' kernels) while the orchestrator does its checks."""
@@ -77,16 +77,6 @@ class LocalExecutor:
                 initargs=(os.getpid(), str(self.home.root / reaper.PIDS_DIR), self.run_id),
             )
         return self._lanes[i]
-
-    def _assign(self, step: Step) -> int:
-        """The lane of ``step``: its release's, else the lane given the fewest steps so far."""
-        lane = self._lane_of.get(step.kernel)
-        if lane is None:
-            lane = min(range(self.jobs), key=lambda i: self._assigned[i])
-            if not step.runs_on_host:
-                self._lane_of[step.kernel] = lane
-        self._assigned[lane] += 1
-        return lane
 
     def holdings(self) -> set[tuple[str, str, str]]:
         """(release, model, api) of every current artifact the steps can read: in the store or its working copy."""
@@ -139,29 +129,48 @@ class LocalExecutor:
         )
 
     def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:
-        lanes = [self._assign(s) for s in steps]
-        kernels = [s.kernel for s in steps] + then
-        futures = {}
-        for i, (step, lane) in enumerate(zip(steps, lanes)):
-            later = kernels[i + 1 :]
-            # a kernel an earlier step keeps needs no start; with one job, the next others start while this runs
-            ahead = [k for k in later if k not in kernels[: i + 1]][:LOOKAHEAD] if self.jobs == 1 else []
-            keep = not step.runs_on_host and step.kernel in later  # its later steps run in this lane
-            future = self._lane(lane).submit(
-                execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
-            )
-            futures[future] = (step, lane)
+        """Each lane takes a next step when it is free: one whose kernel it kept if there is one (one kernel per
+        release), else the first waiting; with one job, in order, starting the next steps' kernels ahead."""
+        pending = list(steps)
+        running: dict = {}
         results = []
-        for fut in as_completed(futures):
-            step, lane = futures[fut]
-            try:
-                result = StepResult(**fut.result())
-            except Exception as e:  # the worker process itself died
-                result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
-                self._lanes[lane] = None  # a broken lane takes no more work: the next wave spawns a new one
-            results.append(result)
-            on_done(result)
+        while pending or running:
+            for lane in range(self.jobs):
+                if pending and lane not in running.values():
+                    step = self._next_for(lane, pending)
+                    pending.remove(step)
+                    running[self._submit(lane, step, pending, then)] = lane
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                lane = running.pop(fut)
+                step = self._submitted.pop(fut)
+                try:
+                    result = StepResult(**fut.result())
+                except Exception as e:  # the worker process itself died
+                    result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
+                    self._lanes[lane] = None  # a broken lane takes no more work: a new worker replaces it
+                    self._kept[lane] = set()
+                results.append(result)
+                on_done(result)
         return results
+
+    def _next_for(self, lane: int, pending: list[Step]) -> Step:
+        return next((s for s in pending if s.kernel in self._kept[lane]), pending[0])
+
+    def _submit(self, lane: int, step: Step, pending: list[Step], then: list[str]):
+        later = [s.kernel for s in pending] + then
+        done_before = self._kept[lane]
+        # a kernel this lane keeps needs no start; with one job, the next others start while this runs
+        ahead = [k for k in later if k not in done_before and k != step.kernel][:LOOKAHEAD] if self.jobs == 1 else []
+        keep = not step.runs_on_host and step.kernel in later
+        self._kept[lane].discard(step.kernel)
+        if keep:
+            self._kept[lane].add(step.kernel)
+        future = self._lane(lane).submit(
+            execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
+        )
+        self._submitted[future] = step
+        return future
 
     def _log_path(self, step: Step) -> str | None:
         return f"{self.log_dir}/{step.id.replace(':', '-')}.log" if self.log_dir else None
