@@ -175,6 +175,9 @@ def kit_run(names, home, jobs, tag, cells=CHECKER_CELLS, models=None, timeout=36
         # the share of the wall (x job slots) in which no step ran: start-up, waits between waves, reports
         "orchestration_overhead": round(1 - step_seconds / (wall * slots), 3),
         "run_dir": str(runs / tag),
+        "commit": subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
     }
 
 
@@ -227,6 +230,43 @@ def summary_on(records_from: Path, n: int, home: Path):
     }
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median wall of ``runs`` (an odd count; the lower middle of an even one), with every
+    round's wall beside it."""
+    ordered = sorted(runs, key=lambda r: r["wall_seconds"])
+    return dict(ordered[(len(ordered) - 1) // 2], rounds=[r["wall_seconds"] for r in runs])
+
+
+def peer_section(names, home, jobs, rounds, baseline=None):
+    """The peer (one release at a time), then the kit with each --jobs (and a --baseline checkout's kit), in
+    turns, ``rounds`` times: each figure is its median round, so the machine's noise falls on all alike."""
+    runs: dict = {"peer": []}
+    for i in range(rounds):
+        print(f"round {i + 1}: peer script, one release at a time (as the checker runs)", flush=True)
+        runs["peer"].append(peer(names, home, 1))
+        for j in jobs:
+            print(f"round {i + 1}: kit --cells, --jobs {j}", flush=True)
+            runs.setdefault(f"kit{j}", []).append(kit_run(names, home, j, f"peer-kit-j{j}"))
+            if baseline is not None:
+                print(f"round {i + 1}: baseline kit ({baseline}) --cells, --jobs {j}", flush=True)
+                b = kit_run(names, home, j, f"peer-baseline-j{j}", checkout=baseline)
+                runs.setdefault(f"baseline{j}", []).append(b)
+    p = _median_run(runs["peer"])
+    out = {}
+    for j in jobs:
+        k = _median_run(runs[f"kit{j}"])
+        out[f"jobs{j}"] = {"peer": p, "kit": k, "kit_over_peer": round(k["wall_seconds"] / p["wall_seconds"], 2)}
+        if baseline is not None:
+            b = _median_run(runs[f"baseline{j}"])
+            out[f"jobs{j}"].update(
+                baseline=b,
+                baseline_over_peer=round(b["wall_seconds"] / p["wall_seconds"], 2),
+                kit_over_baseline=round(k["wall_seconds"] / b["wall_seconds"], 2),
+            )
+        print(f"  --jobs {j}: peer {p['wall_seconds']}s, kit {k['wall_seconds']}s: x{out[f'jobs{j}']['kit_over_peer']}")
+    return out
+
+
 def _ready(manager, name):
     try:
         return manager.get(name).state == "ready"
@@ -241,6 +281,7 @@ def main():
     ap.add_argument("--jobs", default="1,2")
     ap.add_argument("--home", default=os.environ.get("MXCOMPAT_HOME", str(REPO / ".kit")))
     ap.add_argument("--summary-records", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the peer section, each figure its median round")
     ap.add_argument("--records-from", help="a run folder whose records the summary section copies")
     ap.add_argument("--out", help="JSON to write (default bench/results/peer-<timestamp>.json)")
     ap.add_argument("--compare", help="an earlier JSON to print ratios against")
@@ -268,29 +309,9 @@ def main():
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if "peer" in sections:
-        result["peer"] = {}
-        print("peer script, one release at a time (as the checker runs)", flush=True)
-        p = peer(names, home, 1)
-        for j in jobs:
-            print(f"kit --cells, --jobs {j}", flush=True)
-            k = kit_run(names, home, j, f"peer-kit-j{j}")
-            result["peer"][f"jobs{j}"] = {
-                "peer": p,
-                "kit": k,
-                "kit_over_peer": round(k["wall_seconds"] / p["wall_seconds"], 2),
-            }
-            if args.baseline:
-                print(f"baseline kit ({args.baseline}) --cells, --jobs {j}", flush=True)
-                b = kit_run(names, home, j, f"peer-baseline-j{j}", checkout=Path(args.baseline).resolve())
-                result["peer"][f"jobs{j}"].update(
-                    baseline=b,
-                    baseline_over_peer=round(b["wall_seconds"] / p["wall_seconds"], 2),
-                    kit_over_baseline=round(k["wall_seconds"] / b["wall_seconds"], 2),
-                )
-                print(f"  baseline {b['wall_seconds']}s: x{result['peer'][f'jobs{j}']['baseline_over_peer']} the peer")
-            print(
-                f"  peer {p['wall_seconds']}s, kit {k['wall_seconds']}s: x{result['peer'][f'jobs{j}']['kit_over_peer']}"
-            )
+        result["peer"] = peer_section(
+            names, home, jobs, args.rounds, Path(args.baseline).resolve() if args.baseline else None
+        )
     if "summary" in sections:
         src = Path(args.records_from) if args.records_from else Path(result["peer"]["jobs1"]["kit"]["run_dir"])
         print(f"summary on {args.summary_records} records", flush=True)
@@ -325,6 +346,13 @@ def cost_table(r, name):
             f"**{run['kit_over_peer']}x** ({k['records']} records) | "
             f"<= {TARGETS['kit_over_peer_jobs2' if key == 'jobs2' else 'kit_over_peer']}x |"
         )
+        if "baseline" in run:
+            b = run["baseline"]
+            rows.append(
+                f"| the same, the kit before (`{b.get('commit') or b['run_dir'].split('/.kit/')[0]}`) / the peer | "
+                f"{b['wall_seconds']:.1f} s / {p['wall_seconds']:.1f} s = {run['baseline_over_peer']}x "
+                f"(now / before: {run['kit_over_baseline']}x) | |"
+            )
         rows.append(
             f"| time before the first step, `--{key.replace('jobs', 'jobs ')}` | {k['before_first_step_seconds']} s | "
             f"<= {TARGETS['before_first_step_seconds']} s |"
