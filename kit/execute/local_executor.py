@@ -12,7 +12,8 @@ from kit.home import KitHome
 from kit.execute.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
 
 
-#: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs
+#: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs; with more,
+#: each lane starts one: the kernel of a step no other lane holds, which it then takes when it is free
 LOOKAHEAD = 2
 
 
@@ -46,16 +47,35 @@ class LocalExecutor:
         self._lanes: list[ProcessPoolExecutor | None] = [None] * self.jobs
         self._kept: list[set[str]] = [set() for _ in range(self.jobs)]  # kernels each lane's worker keeps
         self._submitted: dict = {}  # future -> its step
+        self._set_threads = False  # this executor set OMP_NUM_THREADS (and unsets it when it closes)
 
     def start(self, first_kernels: Iterable[str] = ()) -> None:
         """Spawn the workers now (and start the first steps' kernels) while the orchestrator does its checks."""
-        pool = self._lane(0)
-        if self.jobs == 1 and first_kernels:
-            log = f"{self.log_dir}/kernels-started-ahead.log" if self.log_dir else None
-            pool.submit(warm_kernels, list(first_kernels)[:LOOKAHEAD], str(self.home.root), log)
+        self._share_cores()
+        log = f"{self.log_dir}/kernels-started-ahead.log" if self.log_dir else None
+        first = list(dict.fromkeys(first_kernels))
+        if self.jobs == 1:
+            pool = self._lane(0)
+            if first:
+                pool.submit(warm_kernels, first[:LOOKAHEAD], str(self.home.root), log)
+            return
+        for lane, kernel in enumerate(first[: self.jobs]):
+            self._lane(lane).submit(warm_kernels, [kernel], str(self.home.root), log)
+            self._kept[lane].add(kernel)
+
+    def _share_cores(self) -> None:
+        """With more than one job, each kernel's OpenMP pool gets its share of the cores (unless the user set
+        ``OMP_NUM_THREADS``): pools of all cores side by side would oversubscribe them. Kernels inherit it from
+        the workers, so it is set before they spawn."""
+        if self.jobs > 1 and os.environ.get("OMP_NUM_THREADS") is None:
+            os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // self.jobs))
+            self._set_threads = True
 
     def close(self) -> None:
         """End the workers, and the kernels they kept or started for steps that did not come."""
+        if self._set_threads:
+            os.environ.pop("OMP_NUM_THREADS", None)
+            self._set_threads = False
         for i, pool in enumerate(self._lanes):
             if pool is None:
                 continue
@@ -101,15 +121,14 @@ class LocalExecutor:
         steps = list(steps)
         if not steps:
             return []
-        threads = os.environ.get("OMP_NUM_THREADS")
-        if threads is None and self.jobs > 1:
-            # kernels side by side share the cores: one OpenMP pool each of all cores would oversubscribe them
-            os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // self.jobs))
+        set_here = not self._set_threads
+        self._share_cores()
         try:
             results = self._run(steps, on_done, list(then))
         finally:
-            if threads is None:
+            if set_here and self._set_threads:
                 os.environ.pop("OMP_NUM_THREADS", None)
+                self._set_threads = False
         if self.store.remote and any(s.kind == "train" for s in steps):
             self._push()
         return results
@@ -155,17 +174,29 @@ class LocalExecutor:
         return results
 
     def _next_for(self, lane: int, pending: list[Step]) -> Step:
-        return next((s for s in pending if s.kernel in self._kept[lane]), pending[0])
+        """A step whose kernel this lane holds, else the first no other lane holds a kernel for, else the first."""
+        held = set().union(*(k for i, k in enumerate(self._kept) if i != lane))
+        return next(
+            (s for s in pending if s.kernel in self._kept[lane]),
+            next((s for s in pending if s.kernel not in held), pending[0]),
+        )
 
     def _submit(self, lane: int, step: Step, pending: list[Step], then: list[str]):
         later = [s.kernel for s in pending] + then
         done_before = self._kept[lane]
-        # a kernel this lane keeps needs no start; with one job, the next others start while this runs
-        ahead = [k for k in later if k not in done_before and k != step.kernel][:LOOKAHEAD] if self.jobs == 1 else []
+        # a kernel this lane keeps needs no start; the next others start while this runs (with more than one
+        # job, one a lane: that of the first step no lane holds a kernel for, which this lane then takes)
+        if self.jobs == 1:
+            ahead = [k for k in later if k not in done_before and k != step.kernel][:LOOKAHEAD]
+        else:
+            held = set().union(*self._kept)
+            ahead = [k for k in [s.kernel for s in pending] if k not in held and k != step.kernel][:1]
         keep = not step.runs_on_host and step.kernel in later
         self._kept[lane].discard(step.kernel)
         if keep:
             self._kept[lane].add(step.kernel)
+        if self.jobs > 1:
+            self._kept[lane].update(ahead)
         future = self._lane(lane).submit(
             execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
         )
