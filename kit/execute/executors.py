@@ -7,6 +7,9 @@ same options and declares its traits:
 ``remote``
     its steps run on other machines: environments live there (this machine needs none)
     and the store is theirs to read and write.
+``follows_dependencies``
+    ``run`` may be given steps that depend on each other (``Step.depends_on``): it starts each only after
+    those it depends on have finished. Otherwise the orchestrator gives it one wave at a time.
 
 and answers the orchestrator: ``holdings()`` (the (release, model, api) of every artifact
 the steps can read), ``prepare(releases, models, apis)`` (make those of ``releases``

@@ -30,6 +30,7 @@ class LocalExecutor:
 
     name = "local"
     remote = False
+    follows_dependencies = True
 
     def __init__(self, jobs: int = 1, *, store=None, home: KitHome | None = None, run=None, on_event=print, **_):
         from kit import store as stores
@@ -46,6 +47,7 @@ class LocalExecutor:
         self.apis: list[str] | None = None
         self._lanes: list[ProcessPoolExecutor | None] = [None] * self.jobs
         self._kept: list[set[str]] = [set() for _ in range(self.jobs)]  # kernels each lane's worker keeps
+        self._ahead: list[set[str]] = [set() for _ in range(self.jobs)]  # of those, started for a step not yet run
         self._submitted: dict = {}  # future -> its step
         self._set_threads = False  # this executor set OMP_NUM_THREADS (and unsets it when it closes)
 
@@ -62,6 +64,7 @@ class LocalExecutor:
         for lane, kernel in enumerate(first[: self.jobs]):
             self._lane(lane).submit(warm_kernels, [kernel], str(self.home.root), log)
             self._kept[lane].add(kernel)
+            self._ahead[lane].add(kernel)
 
     def _share_cores(self) -> None:
         """With more than one job, each kernel's OpenMP pool gets its share of the cores (unless the user set
@@ -148,38 +151,57 @@ class LocalExecutor:
         )
 
     def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:
-        """Each lane takes a next step when it is free: one whose kernel it kept if there is one (one kernel per
-        release), else the first waiting; with one job, in order, starting the next steps' kernels ahead."""
+        """Each lane takes a next step when it is free, of those whose dependencies have finished (ok or not):
+        one whose kernel it kept if there is one (one kernel per release: a release's reload follows its train
+        on the same kernel as soon as the older releases' trains are done), else the first waiting; with one
+        job, in order, starting the next steps' kernels ahead."""
         pending = list(steps)
+        waiting_for = {s.id for s in steps}  # steps not finished: a dependency outside the run waits for nothing
         running: dict = {}
         results = []
         while pending or running:
-            for lane in range(self.jobs):
-                if pending and lane not in running.values():
-                    step = self._next_for(lane, pending)
+            free = [lane for lane in range(self.jobs) if lane not in running.values()]
+            ready = [s for s in pending if not waiting_for.intersection(s.depends_on)]
+            # a lane that holds a ready step's kernel chooses first: no other lane takes that step from it
+            free.sort(key=lambda lane: not any(s.kernel in self._kept[lane] for s in ready))
+            for lane in free:
+                ready = [s for s in pending if not waiting_for.intersection(s.depends_on)]
+                if not ready and not running and pending:
+                    ready = pending[:1]  # cannot happen with steps planned in order; never wait forever
+                if ready:
+                    step = self._next_for(lane, ready)
                     pending.remove(step)
                     running[self._submit(lane, step, pending, then)] = lane
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in done:
                 lane = running.pop(fut)
                 step = self._submitted.pop(fut)
+                waiting_for.discard(step.id)
                 try:
                     result = StepResult(**fut.result())
                 except Exception as e:  # the worker process itself died
                     result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
                     self._lanes[lane] = None  # a broken lane takes no more work: a new worker replaces it
-                    self._kept[lane] = set()
+                    self._kept[lane], self._ahead[lane] = set(), set()
                 results.append(result)
                 on_done(result)
         return results
 
-    def _next_for(self, lane: int, pending: list[Step]) -> Step:
-        """A step whose kernel this lane holds, else the first no other lane holds a kernel for, else the first."""
-        held = set().union(*(k for i, k in enumerate(self._kept) if i != lane))
-        return next(
-            (s for s in pending if s.kernel in self._kept[lane]),
-            next((s for s in pending if s.kernel not in held), pending[0]),
-        )
+    def _next_for(self, lane: int, ready: list[Step]) -> Step:
+        """Of the steps ready to run, the first on a kernel this lane kept from a step it ran (the release's
+        reload after its train: the kernel then goes), else on one it started ahead, else on one no other lane
+        holds, else the first."""
+        mine, ahead = self._kept[lane], self._ahead[lane]
+        others = set().union(*(k for i, k in enumerate(self._kept) if i != lane))
+        for wanted in (
+            lambda s: s.kernel in mine and s.kernel not in ahead,
+            lambda s: s.kernel in mine,
+            lambda s: s.kernel not in others,
+        ):
+            found = next((s for s in ready if wanted(s)), None)
+            if found is not None:
+                return found
+        return ready[0]
 
     def _submit(self, lane: int, step: Step, pending: list[Step], then: list[str]):
         later = [s.kernel for s in pending] + then
@@ -193,10 +215,12 @@ class LocalExecutor:
             ahead = [k for k in [s.kernel for s in pending] if k not in held and k != step.kernel][:1]
         keep = not step.runs_on_host and step.kernel in later
         self._kept[lane].discard(step.kernel)
+        self._ahead[lane].discard(step.kernel)
         if keep:
             self._kept[lane].add(step.kernel)
         if self.jobs > 1:
             self._kept[lane].update(ahead)
+            self._ahead[lane].update(ahead)
         future = self._lane(lane).submit(
             execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
         )

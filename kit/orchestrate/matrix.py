@@ -238,6 +238,13 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
             todo.remove(s)
         todos.append(todo)
     executor.start([s.kernel for todo in todos for s in todo if not (how.remote and s.runs_on_host)])
+    host_ids = {s.id for todo in todos for s in todo if s.runs_on_host}
+    batched = [s for todo in todos for s in todo if not s.runs_on_host]
+    if getattr(executor, "follows_dependencies", False) and not any(
+        host_ids.intersection(s.depends_on) for s in batched
+    ):
+        # one batch for the executor (a release's reload starts as soon as it can), then the summary here
+        todos = [batched, [s for todo in todos for s in todo if s.runs_on_host]]
     try:
         how.live.start()
         for i, todo in enumerate(todos):
