@@ -89,15 +89,19 @@ def param_version(arrays):
     return h.hexdigest()[:16]
 
 
-def write_json_atomic(path, obj):
+def write_json_atomic(path, obj, durable=True):
     """Write JSON to a temporary file and rename it over ``path``: readers see the old or the new file,
-    never a half one; on failure (a full disk) the temporary file is removed and ``path`` is untouched."""
+    never a half one; on failure (a full disk) the temporary file is removed and ``path`` is untouched.
+
+    ``durable``: on disk before the rename (fsync), so it survives the machine crashing too; a file only a
+    crashing process must leave behind (a kernel's in-flight marker) need not wait for that."""
     tmp = "%s.tmp-%d" % (path, os.getpid())
     try:
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.rename(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -321,7 +321,7 @@ class InFlight(object):
         self.info["phase"] = name
         if record is not None:
             self.info["record"] = record
-        artifacts.write_json_atomic(self.path, self.info)
+        artifacts.write_json_atomic(self.path, self.info, durable=False)  # the kernel dying leaves it in place
         _fault_injection(self.info)
 
     def __enter__(self):
