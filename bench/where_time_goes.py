@@ -3,7 +3,8 @@
 
 Runs the faithful peer of MXNet's checker (``bench/peer_checker.py``, one release at a time) and
 ``mxcompat run --cells <the checker's four cases>`` with each ``--jobs`` from an empty store, each under
-``py-spy record --subprocesses --idle``, and sorts every sample of a thread that was not waiting for work
+``py-spy record --subprocesses --idle --nonblocking`` (no process is paused to be sampled), and sorts every
+sample of a thread that was not waiting for work
 (a thread waiting for MXNet's engine to compute counts: its work runs in threads py-spy does not see) by
 what it was doing:
 
@@ -43,7 +44,7 @@ from peer_bench import CHECKER_CELLS, PY, TEN  # noqa: E402
 #: a sample whose innermost frame is one of these waits for work to come: not counted
 IDLE = re.compile(
     r"^(?:(?:wait|_wait|select|poll|_poll|sleep|recv|recv_into|accept|acquire|_wait_for_tstate_lock|_watch_pipe_fd|"
-    r"device|_recv|_recv_bytes) \(|run \(.*(?:heartbeat|parentpoller)|get \(.*queue)"
+    r"device|_recv|_recv_bytes) \(|run \(.*(?:heartbeat|parentpoller)|get \(.*queue|main \(.*resource_tracker)"
 )
 #: per process kind, (category, regex on the sample's stack): the first that matches
 RULES = {
@@ -53,8 +54,8 @@ RULES = {
         ("MXNet work: saving, references", r"train_and_save"),
         ("MXNet work: reloading, comparing", r"reload_all"),
         ("summary notebook", r"kit/results/"),
-        ("plots and tables", r"plots\.py|matplotlib/|pandas/io/formats"),
         ("imports", r"_find_and_load"),
+        ("plots and tables", r"plots\.py|matplotlib/|pandas/io/formats"),
         ("kernel start (ipykernel)", r"launch_instance|ipykernel/kernelapp"),
         ("messaging, output", r""),
     ],
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--releases", default=TEN, help="comma-separated (default: the ten 1.x releases)")
     ap.add_argument("--jobs", default="1,2")
-    ap.add_argument("--rate", type=int, default=100, help="samples a second per process")
+    ap.add_argument("--rate", type=int, default=20, help="samples a second per process")
     ap.add_argument("--home", default=os.environ.get("MXCOMPAT_HOME", str(REPO / ".kit")))
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
