@@ -118,7 +118,8 @@ def summary_payload(run: Run) -> dict:
 
 
 def post_webhook(url: str, payload: dict, *, attempts: int = WEBHOOK_ATTEMPTS) -> int:
-    """POST ``payload`` as JSON to ``url``; the HTTP status. Connection errors and 5xx are retried."""
+    """POST ``payload`` as JSON to ``url``; the HTTP status. Connection errors, timeouts and 5xx are retried, so
+    a receiver that answered too late may get the same summary twice (at least once, never lost silently)."""
     import urllib.error
     import urllib.request
 
