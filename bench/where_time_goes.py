@@ -39,6 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
+from demo_bench import commit_of  # noqa: E402
 from peer_bench import CHECKER_CELLS, PY, TEN  # noqa: E402
 
 #: a sample whose innermost frame is one of these waits for work to come: not counted
@@ -159,9 +160,7 @@ def main(argv=None) -> int:
         "releases": args.releases,
         "cells": CHECKER_CELLS,
         "rate": args.rate,
-        "commit": subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),
+        "commit": commit_of(REPO),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "runs": {},
     }

@@ -66,19 +66,24 @@ class LocalExecutor:
             self._kept[lane].add(kernel)
             self._ahead[lane].add(kernel)
 
-    def _share_cores(self) -> None:
+    def _share_cores(self) -> bool:
         """With more than one job, each kernel's OpenMP pool gets its share of the cores (unless the user set
         ``OMP_NUM_THREADS``): pools of all cores side by side would oversubscribe them. Kernels inherit it from
-        the workers, so it is set before they spawn."""
+        the workers, so it is set before they spawn. True when this call set it."""
         if self.jobs > 1 and os.environ.get("OMP_NUM_THREADS") is None:
             os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // self.jobs))
             self._set_threads = True
+            return True
+        return False
 
-    def close(self) -> None:
-        """End the workers, and the kernels they kept or started for steps that did not come."""
+    def _unshare_cores(self) -> None:
         if self._set_threads:
             os.environ.pop("OMP_NUM_THREADS", None)
             self._set_threads = False
+
+    def close(self) -> None:
+        """End the workers, and the kernels they kept or started for steps that did not come."""
+        self._unshare_cores()
         for i, pool in enumerate(self._lanes):
             if pool is None:
                 continue
@@ -124,14 +129,12 @@ class LocalExecutor:
         steps = list(steps)
         if not steps:
             return []
-        set_here = not self._set_threads
-        self._share_cores()
+        set_here = self._share_cores()  # when start() did not
         try:
             results = self._run(steps, on_done, list(then))
         finally:
-            if set_here and self._set_threads:
-                os.environ.pop("OMP_NUM_THREADS", None)
-                self._set_threads = False
+            if set_here:
+                self._unshare_cores()
         if self.store.remote and any(s.kind == "train" for s in steps):
             self._push()
         return results

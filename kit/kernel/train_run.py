@@ -103,14 +103,16 @@ def train_and_save(
                 rows.append(_row(name, api, "unsupported", finals[api], reason=reason))
             log("%s: unsupported on %s (%s)" % (name, release, reason))
             continue
-        cannot = dict((api, adapters.get(api).supports(release, spec)[1]) for api in apis)
-        cannot = dict((api, reason) for api, reason in cannot.items() if reason is not None)
+        saving = []
         for api in apis:
-            if api in cannot:  # the API is newer than the release (or the model has no graph): nothing to train for
-                _write_unsupported(spec, release, api, finals[api], cannot[api], env, saved_by)
-        apis = [a for a in apis if a not in cannot]
+            ok, reason = adapters.get(api).supports(release, spec)
+            if ok:
+                saving.append(api)
+            else:  # the API is newer than the release (or the model has no graph): nothing to train for
+                _write_unsupported(spec, release, api, finals[api], reason, env, saved_by)
+                rows.append(_row(name, api, "unsupported", finals[api], reason=reason))
+        apis = saving
         if not apis:
-            rows.extend(_row(name, a, "unsupported", finals[a], reason=cannot[a]) for a in cannot)
             log("%s: not trained on %s: no requested API saves it there" % (name, release))
             continue
         log("%s: training (model %d of %d)" % (name, n + 1, len(models)))  # the live progress line shows it
@@ -119,7 +121,6 @@ def train_and_save(
         except Exception as e:  # recorded for every API of the model; the other models go on
             err = "%s: %s" % (type(e).__name__, e)
             rows.extend(_row(name, api, "failed", finals[api], error=err, tb=traceback.format_exc()) for api in apis)
-            rows.extend(_row(name, a, "unsupported", finals[a], reason=cannot[a]) for a in cannot)
             log("%s: training failed: %s" % (name, err))
             continue
         histories[name] = trained.history
@@ -136,7 +137,6 @@ def train_and_save(
         )
         for api in apis:
             rows.append(_save_one(spec, release, api, trained, finals[api], env, log, saved_by))
-        rows.extend(_row(name, a, "unsupported", finals[a], reason=cannot[a]) for a in cannot)
     return rows, histories
 
 
@@ -196,11 +196,8 @@ def _write_unsupported(spec, release, api, final, reason, env, saved_by=None):
 
 
 def _save_one(spec, release, api, trained, final, env, log, saved_by=None):
+    """Save ``trained`` with ``api`` (which this release has: train_and_save checked) into ``final``; its row."""
     adapter = adapters.get(api)
-    ok, reason = adapter.supports(release, spec)
-    if not ok:
-        _write_unsupported(spec, release, api, final, reason, env, saved_by)
-        return _row(spec.name, api, "unsupported", final, reason=reason)
     tmp = artifacts.staging_dir(final)
     started = time.time()
     try:
