@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kit.common.errors import UsageError
+from kit.common.names import unsafe_reason
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,6 +40,11 @@ class KitHome:
         return self.root / "logs"
 
     def env_dir(self, name: str) -> Path:
+        """The folder of environment ``name``: always a direct child of :attr:`envs` (``..``, ``""``, an absolute
+        path or a name with a separator is refused, so no command reaches past it)."""
+        problem = unsafe_reason(name, "environment name")
+        if problem:
+            raise UsageError(problem, hint="`mxcompat env list` shows the environments")
         return self.envs / name
 
     def __repr__(self) -> str:

@@ -156,12 +156,24 @@ def env_list():
 @click.option("--all", "all_", is_flag=True, help="Remove every environment.")
 @handle_errors
 def env_remove(names, all_):
-    """Remove environments and their kernels."""
+    """Remove environments and their kernels.
+
+    Takes only names that `mxcompat env list` shows (or --all) and deletes only their folders under the kit
+    home's envs/ and their kernels: the store, the runs and anything else stay. A name it does not list
+    is refused before anything is removed (exit 2).
+    """
     manager = EnvManager()
+    listed = [e.name for e in manager.list()]
     if all_:
-        names = [e.name for e in manager.list()]
+        names = listed
     if not names:
         raise UsageError("name at least one environment, or --all")
+    unknown = [n for n in names if n not in listed]
+    if unknown:  # refused before anything is removed
+        raise UsageError(
+            f"no environment {', '.join(repr(n) for n in unknown)} in {manager.home.envs}: nothing was removed",
+            hint="remove takes names `mxcompat env list` shows: " + (", ".join(listed) or "there are none"),
+        )
     for n in names:
         manager.remove(n)
         click.echo(f"removed {n}")
