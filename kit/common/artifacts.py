@@ -8,9 +8,11 @@ renamed into it, so a crash never leaves a half artifact that looks complete.
 """
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 
 try:
@@ -19,6 +21,9 @@ except ImportError:  # not POSIX: artifacts are not locked across processes ther
     fcntl = None
 
 import numpy as np
+
+from kit.common import declared_sizes
+from kit.common.names import is_safe_name, is_safe_relative
 
 MANIFEST = "manifest.json"
 REFERENCE = "reference.npz"
@@ -110,8 +115,13 @@ def write_json_atomic(path, obj, durable=True):
 
 
 def read_json(path):
+    """The JSON document at ``path``; ValueError for one nested too deep to parse (a crafted file), as for any
+    other that is not JSON."""
     with open(path) as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except RecursionError:
+            raise ValueError("%s: JSON nested too deep to read" % path)
 
 
 def artifact_dir(store, release, model, api):
@@ -181,6 +191,7 @@ def commit_dir(tmp, final, archive=None):
     the same identity is simply replaced.
     """
     with locked(final):
+        recover(*os.path.split(os.path.normpath(final)))
         _commit_dir(tmp, final, archive)
 
 
@@ -190,8 +201,11 @@ def _commit_dir(tmp, final, archive):
         return
     parent, name = os.path.split(final)
     old = os.path.join(parent, ".%s.old-%d" % (name, os.getpid()))  # hidden: never listed as an artifact
-    os.rename(final, old)
-    os.rename(tmp, final)
+    if _exchange(tmp, final):  # one step: ``final`` is never missing
+        os.rename(tmp, old)
+    else:  # two renames; a crash between them hides the old artifact until :func:`recover` puts it back
+        os.rename(final, old)
+        os.rename(tmp, final)
     keep = None
     if archive:
         try:
@@ -210,6 +224,49 @@ def _commit_dir(tmp, final, archive):
         os.rename(old, keep)
     else:
         shutil.rmtree(old)
+
+
+_OLD = re.compile(r"^\.(.+)\.old-[0-9]+\Z")
+
+
+def _exchange(a, b):
+    """Swap the folders ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system or the filesystem cannot, and nothing changed."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def recover(folder, held=None):
+    """Put back the artifacts in ``folder`` (a model's folder) that a commit interrupted between its two renames
+    left hidden (``.<api>.old-<pid>`` and no ``<api>``), each under its lock (``held``: the name whose lock the
+    caller holds already); the names put back. A store that cannot be written is left as it is."""
+    try:
+        names = os.listdir(folder)
+    except (IOError, OSError):
+        return []
+    back = []
+    for hidden in names:
+        m = _OLD.match(hidden)
+        if not m or not is_safe_name(m.group(1)) or os.path.exists(os.path.join(folder, m.group(1))):
+            continue
+        final = os.path.join(folder, m.group(1))
+        try:
+            with locked(final) if m.group(1) != held else _nothing():  # a commit holds it: once ours, none does
+                if not os.path.exists(final) and os.path.isfile(os.path.join(folder, hidden, MANIFEST)):
+                    os.rename(os.path.join(folder, hidden), final)
+                    back.append(m.group(1))
+        except (IOError, OSError):
+            pass
+    return back
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
 def attach_file(folder, name, source):
@@ -251,7 +308,12 @@ def save_reference(path, cases, outputs, memory_outputs):
 
 
 def load_reference(path):
-    """case -> {"input": {name: array}, "output": [arrays], "memory": [arrays]}; never unpickles."""
+    """case -> {"input": {name: array}, "output": [arrays], "memory": [arrays]}; never unpickles, and refuses
+    (ValueError) a file whose arrays declare more than it holds or expand past
+    :data:`~kit.common.declared_sizes.MAX_REFERENCE_BYTES`."""
+    problem = declared_sizes.npz_problem(path)
+    if problem:
+        raise ValueError(problem)
     out = {}
     with np.load(path, allow_pickle=False) as z:
         for key in z.files:
@@ -264,12 +326,70 @@ def load_reference(path):
     return out
 
 
-def verify(folder, manifest=None):
-    """Names of files whose sha256 differs from the manifest's (missing files included)."""
-    manifest = manifest or read_json(os.path.join(folder, MANIFEST))
-    bad = []
-    for name, digest in sorted(manifest.get("files", {}).items()):
+def loaded_files(manifest):
+    """The files a manifest's ``load`` section makes a loader read (graph, parameters), by name."""
+    info = manifest.get("load") or {}
+    if not isinstance(info, dict):
+        return ["load: %r" % (info,)]
+    names = [info.get(k) for k in ("symbol_file", "param_file") if info.get(k) is not None]
+    if info.get("prefix") is not None:
+        prefix, epoch = info.get("prefix"), info.get("epoch")
+        if not isinstance(prefix, str) or not isinstance(epoch, int) or isinstance(epoch, bool):
+            return ["prefix %r with epoch %r" % (prefix, epoch)]
+        names += ["%s-symbol.json" % prefix, "%s-%04d.params" % (prefix, epoch)]
+    arch = manifest.get("architecture")
+    if isinstance(arch, dict) and arch.get("file") is not None:
+        names.append(arch["file"])
+    return names
+
+
+def name_problems(manifest):
+    """What is wrong with the file names a saved artifact's manifest gives, in words (empty: nothing).
+
+    Every name must be a plain relative name inside the artifact (``a/b.json``, never ``..``, ``/x`` or a
+    newline), the manifest must list at least one file, and every file its ``load`` section names must be
+    listed (and so hashed): a store someone else wrote cannot make a kernel read or write past the artifact.
+    """
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        return ["the manifest lists no files"]
+    unsafe = [n for n in files if not is_safe_relative(n)]
+    problems = ["file %r is not a plain relative name inside the artifact" % n for n in unsafe]
+    for name in loaded_files(manifest):
+        if not isinstance(name, str) or name not in files:
+            problems.append("its load section names %r, which the manifest does not list" % (name,))
+    return problems
+
+
+def content_problems(folder, manifest):
+    """What a verified artifact's files declare that they cannot hold (``.params`` arrays larger than the file,
+    ``.npz`` arrays larger than their members or members that expand past the limit), in words: checked from
+    their headers before MXNet or numpy allocates what they declare."""
+    problems = []
+    for name in sorted(manifest.get("files") or {}):
         path = os.path.join(folder, name)
-        if not os.path.isfile(path) or sha256_file(path) != digest:
-            bad.append(name)
+        if name.endswith(".params"):
+            problem = declared_sizes.params_problem(path)
+        elif name.endswith(".npz"):
+            problem = declared_sizes.npz_problem(path)
+        else:
+            continue
+        if problem:
+            problems.append("%s: %s" % (name, problem))
+    return problems
+
+
+def verify(folder, manifest=None):
+    """Names of files whose sha256 differs from the manifest's (missing files included), or the manifest's
+    :func:`name_problems`, in which case nothing was read through it."""
+    manifest = manifest or read_json(os.path.join(folder, MANIFEST))
+    problems = name_problems(manifest)
+    if problems:
+        return problems
+    bad = []
+    inside = os.path.realpath(folder) + os.sep
+    for name, digest in sorted(manifest["files"].items()):
+        path = os.path.join(folder, name)
+        if not os.path.realpath(path).startswith(inside) or not os.path.isfile(path) or sha256_file(path) != digest:
+            bad.append(name)  # a link out of the artifact counts as missing: nothing outside is read
     return bad

@@ -51,7 +51,7 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
         raise KitError("no readable artifact %s/%s/%s in %s: %s" % (saved_with, model, api, store, e))
     if manifest.get("status") != "saved":
         raise KitError("artifact %s is %s: %s" % (folder, manifest.get("status"), manifest.get("reason")))
-    bad = artifacts.verify(folder, manifest)
+    bad = artifacts.verify(folder, manifest) or artifacts.content_problems(folder, manifest)
     if bad:
         raise KitError("artifact %s is corrupt (%s): nothing to investigate" % (folder, ", ".join(bad)))
     rec = read_record(record)

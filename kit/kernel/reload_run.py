@@ -9,6 +9,7 @@ import traceback
 from kit.common.errors import KitError
 from kit.common import artifacts, cell_selection, metrics, record_schema, tolerance, verdicts
 from kit.kernel import adapters, architecture, zoo
+from kit.common.names import is_safe_name
 from kit.common.capabilities import (
     APIS,
     C_PREDICT_API,
@@ -26,7 +27,8 @@ from kit.common.versions import direction, sort_key
 
 
 def _dirs(path):
-    return sorted(n for n in os.listdir(path) if not n.startswith(".") and os.path.isdir(os.path.join(path, n)))
+    """The folders in ``path`` whose names are plain names (hidden ones and odd names are not artifacts)."""
+    return sorted(n for n in os.listdir(path) if is_safe_name(n) and os.path.isdir(os.path.join(path, n)))
 
 
 def find_artifacts(store, saved_with=None, models=None, apis=None, versions="current"):
@@ -46,6 +48,8 @@ def find_artifacts(store, saved_with=None, models=None, apis=None, versions="cur
             for model in _dirs(os.path.join(root, release)):
                 if models and model not in models:
                     continue
+                if not archive:  # what a commit that crashed halfway hid is found again
+                    artifacts.recover(os.path.join(root, release, model))
                 for api in _dirs(os.path.join(root, release, model)):
                     if apis and api not in apis:
                         continue
@@ -116,6 +120,8 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
         return _fail(rec, verdicts.CORRUPT, "manifest.json is missing or not JSON: %s" % e, e)
+    if not isinstance(manifest, dict):
+        return _fail(rec, verdicts.CORRUPT, "manifest.json is not a JSON object")
     rec.update(
         {
             "model_version": manifest.get("model_version"),
@@ -135,9 +141,15 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
         return rec
     if manifest.get("status") != "saved":
         return _fail(rec, verdicts.CORRUPT, "manifest status is %r, not 'saved'" % manifest.get("status"))
+    refused = artifacts.name_problems(manifest)
+    if refused:
+        return _fail(rec, verdicts.CORRUPT, "manifest refused: %s (nothing was read)" % "; ".join(refused))
     bad = artifacts.verify(path, manifest)
     if bad:
         return _fail(rec, verdicts.CORRUPT, "sha256 mismatch or missing: %s (nothing was loaded)" % ", ".join(bad))
+    oversized = artifacts.content_problems(path, manifest)
+    if oversized:
+        return _fail(rec, verdicts.CORRUPT, "%s (nothing was loaded)" % "; ".join(oversized))
     spec = zoo.MODELS.get(model)
     adapter = adapters.ADAPTERS.get(api)
     if adapter is None or (spec is None and not manifest.get("foreign")):
@@ -314,6 +326,7 @@ class InFlight(object):
             "artifact": path,
             "archived": archived,
             "phase": "start",
+            "started_at": time.time(),  # the host's watchdog stops a cell that runs past its time
         }
 
     def phase(self, name, record=None):
@@ -335,8 +348,9 @@ class InFlight(object):
 
 
 def _fault_injection(info):
-    """``MXCOMPAT_FAULT=kill:MODEL/API:PHASE`` (or ``abort:``) kills this kernel at that point: the
-    reliability tests use it to prove a dead kernel loses nothing. Unset, it does nothing."""
+    """``MXCOMPAT_FAULT=kill:MODEL/API:PHASE`` (or ``abort:``) kills this kernel at that point, ``hang:`` makes it
+    wait forever there: the reliability tests use them to prove a dead or hung kernel loses nothing. Unset, it
+    does nothing."""
     spec = os.environ.get("MXCOMPAT_FAULT")
     if not spec:
         return
@@ -345,6 +359,9 @@ def _fault_injection(info):
     if cell == "%s/%s" % (info["model"], info["api"]) and phase == info["phase"]:
         if how == "abort":
             os.abort()
+        if how == "hang":
+            while True:
+                time.sleep(3600)
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)

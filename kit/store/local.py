@@ -35,6 +35,8 @@ class LocalStore:
     def refs(self) -> list[Ref]:
         if not self.root.is_dir():
             return []
+        for folder in {p.parent for p in self.root.glob("*/*/.*.old-*")}:  # what a crashed commit hid
+            artifacts.recover(str(folder))
         rels = (
             str(p.relative_to(self.root))
             for p in self.root.rglob(artifacts.MANIFEST)
