@@ -42,7 +42,12 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
 @click.argument("run_id")
 @click.option("--cell", required=True, metavar=CELL_METAVAR, help="A failing cell with a verified remedy.")
 @click.option("--remedy", metavar="NAME", help="Which verified remedy (default: the first that changes files).")
-@click.option("--out", metavar="DIR", help="Where to write the converted artifact (default: RUN/converted/CELL/).")
+@click.option(
+    "--out",
+    metavar="DIR",
+    help="Write the converted artifact into DIR/CELL/ (default: RUN/converted/); nothing else in DIR is touched, "
+    "and a DIR/CELL/ convert did not write is refused.",
+)
 @runs_dir_option
 @handle_errors
 def convert_cmd(run_id, cell, remedy, out, runs_dir):

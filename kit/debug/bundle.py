@@ -7,11 +7,13 @@ import zipfile
 from pathlib import Path
 
 from kit.results.cells import Cell
-from kit.common import artifacts
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
 from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
+from kit.common.names import is_safe_name
+from kit.debug.run_files import cell_artifact, read_record, run_store
 from kit.common.verdicts import PARAMS_AS_SAVED
+from kit.results.markdown import md_code, md_fence, md_text
 from kit.results.reports import reproduce_command
 from kit.results.runs import Run, runs_dir
 
@@ -32,15 +34,15 @@ def remedy_markdown(record: dict) -> list[str]:
         said = t.get("reason") or ""
         max_abs = (t.get("summary") or {}).get("max_abs")
         lines.append(
-            f"- `{t['name']}`: **{t['verdict']}**"
+            f"- {md_code(t['name'])}: **{md_text(t['verdict'])}**"
             + (f", max abs {_fmt(max_abs)}" if max_abs is not None else "")
-            + (f": {said}" if said else "")
+            + (f": {md_text(said)}" if said else "")
         )
     if remedy.get("fixed"):
-        lines += ["", f"Fixed by `{remedy['name']}`; the code that does the same:", "", "```python"]
-        lines += [remedy["user_code"].strip(), "```"]
+        lines += ["", f"Fixed by {md_code(remedy['name'])}; the code that does the same:", ""]
+        lines += md_fence(remedy["user_code"].strip(), "python")
     else:
-        lines += ["", f"No known remedy: {remedy.get('why_none')}"]
+        lines += ["", f"No known remedy: {md_text(remedy.get('why_none'))}"]
     return lines
 
 
@@ -55,19 +57,18 @@ def markdown(
         f"# MXNet compatibility: `{cell}`",
         "",
         f"A `{cell.model}` model saved with MXNet **{cell.saved}** through `{cell.api}`, loaded with MXNet "
-        f"**{cell.loaded}** ({record['direction']} direction): **{record['verdict']}**.",
+        f"**{cell.loaded}** ({md_text(record['direction'])} direction): **{md_text(record['verdict'])}**.",
         "",
     ]
     if record.get("reason"):
-        lines += [f"> {record['reason']}", ""]
+        lines += [f"> {md_text(record['reason'])}", ""]
     lines += ["| | saved with | loaded with |", "|---|---|---|"]
     for label, key in (("release", "release"), ("mx.__version__", "mxnet"), ("Python", "python"), ("numpy", "numpy")):
-        lines.append(f"| {label} | {saved_fp.get(key, '-')} | {loaded_fp.get(key, '-')} |")
-    feats = lambda fp: " ".join(fp.get("mxnet_features") or []) or "n/a"  # noqa: E731
+        lines.append(f"| {label} | {md_text(saved_fp.get(key, '-'))} | {md_text(loaded_fp.get(key, '-'))} |")
+    feats = lambda fp: md_text(" ".join(fp.get("mxnet_features") or []) or "n/a")  # noqa: E731
     lines.append(f"| features | {feats(saved_fp)} | {feats(loaded_fp)} |")
-    lines.append(
-        f"| CPU | {(saved_fp.get('cpu') or {}).get('model', '-')} | {(loaded_fp.get('cpu') or {}).get('model', '-')} |"
-    )
+    cpu = lambda fp: md_text((fp.get("cpu") or {}).get("model", "-"))  # noqa: E731
+    lines.append(f"| CPU | {cpu(saved_fp)} | {cpu(loaded_fp)} |")
     if made_by:
         lines += ["", f"How the artifact was made: `notebooks/train-mxnet-{cell.saved}.ipynb`, executed as {made_by}."]
     lines += [
@@ -87,17 +88,20 @@ def markdown(
     if not record.get("cases"):
         lines.append(f"| - | - | {_fmt(s.get('max_abs'))} | - | - | - | - |")
     if record.get("error"):
-        lines += ["", "## Error", "", "```", (record.get("traceback") or record["error"]).strip(), "```"]
+        lines += ["", "## Error", ""] + md_fence((record.get("traceback") or record["error"]).strip())
     lines += remedy_markdown(record)
     if investigation:
         first = investigation.get("first_divergence")
         lines += ["", "## Where it starts", ""]
         under = investigation.get("compared_under")
         if under:  # an error cell: its layers were compared under the remedy that fixes it
-            lines.append(f"Compared layer by layer under remedy `{under['name']}` ({under.get('title')}):")
+            lines.append(
+                f"Compared layer by layer under remedy {md_code(under['name'])} ({md_text(under.get('title'))}):"
+            )
         if first:
             lines.append(
-                f"The first node past tolerance is #{first['index']} `{first['node']}` (op `{first['op']}`, "
+                f"The first node past tolerance is #{first['index']} {md_code(first['node'])} "
+                f"(op {md_code(first['op'])}, "
                 f"max abs error {_fmt(first.get('max_abs'))})."
             )
         else:
@@ -109,7 +113,11 @@ def markdown(
             changed = [p for p in params if p["status"] not in PARAMS_AS_SAVED]
             lines.append(
                 f"{len(changed)} of {len(params)} parameter(s) did not load as saved"
-                + (": " + ", ".join(f"`{p['name']}` ({p['status']})" for p in changed) if changed else ".")
+                + (
+                    ": " + ", ".join(f"{md_code(p['name'])} ({md_text(p['status'])})" for p in changed)
+                    if changed
+                    else "."
+                )
             )
     again = reproduce_command(
         run_manifest.get("request", {}), save=[cell.saved], load=[cell.loaded], cells=[f"{cell.model}:{cell.api}"]
@@ -124,7 +132,8 @@ def markdown(
         f"mxcompat investigate <run-id> --cell {cell}",
         "```",
         "",
-        f"From run `{run_manifest['run_id']}` of mxnet-compat-kit {run_manifest.get('kit_version', '')}.",
+        f"From run {md_code(run_manifest['run_id'])} of mxnet-compat-kit "
+        f"{md_text(run_manifest.get('kit_version', ''))}.",
         "",
     ]
     return "\n".join(lines)
@@ -160,17 +169,11 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
-    record_path = run.dir / "records" / f"{cell.slug}.json"
-    if not record_path.is_file():
-        raise UsageError(
-            f"run {run_id} has no record for {cell}",
-            hint="cells look like MODEL/API/SAVED/LOADED; see records.csv in the run folder",
-        )
-    record = json.loads(record_path.read_text())
+    record = read_record(run, cell)
     investigation_path = run.dir / "investigate" / f"{cell.slug}.json"
     investigation = json.loads(investigation_path.read_text()) if investigation_path.is_file() else None
     source_api = record.get("source_api") or cell.api  # a c_predict or onnx cell loads another API's artifact
-    artifact = Path(artifacts.artifact_dir(manifest["store"], cell.saved, cell.model, source_api))
+    artifact = cell_artifact(run_store(run), cell, source_api)
     artifact_manifest = artifact / MANIFEST
     # an onnx cell ran on its exporter's environment (onnx-RELEASE), with the .onnx files it wrote
     loaded_env = f"{ONNX_API}-{cell.loaded}" if cell.api == ONNX_API else cell.loaded
@@ -188,7 +191,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(f"{root}/README.md", markdown(cell, record, manifest, investigation, _made_by(notebooks[0][2])))
-        z.write(record_path, f"{root}/record.json")
+        z.write(run.dir / "records" / f"{cell.slug}.json", f"{root}/record.json")
         z.writestr(
             f"{root}/fingerprints.json",
             json.dumps(
@@ -224,13 +227,14 @@ def make_run_bundle(run_id: str, *, runs_root: str | Path | None = None, out: st
     run = Run(runs_root or runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
-    manifest = run.read_manifest()
+    store = run_store(run)
     run_dir = run.dir.resolve()  # runs/latest is a link
     out = Path(out) if out else run_dir / "bundles" / f"run-{run_dir.name}.zip"
     out.parent.mkdir(parents=True, exist_ok=True)
     root = f"run-{run_dir.name}"
     # a c_predict cell loads another API's artifact (record field source_api)
-    artifacts = sorted({(r["saved_with"], r["model"], r.get("source_api") or r["api"]) for r in load_records(run_dir)})
+    checked = {(r["saved_with"], r["model"], r.get("source_api") or r["api"]) for r in load_records(run_dir)}
+    checked = sorted(a for a in checked if all(is_safe_name(n) for n in a))  # names a record spells, never a path
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for path in sorted(run_dir.rglob("*")):
@@ -238,8 +242,8 @@ def make_run_bundle(run_id: str, *, runs_root: str | Path | None = None, out: st
             kept = rel.parts[0] not in RUN_BUNDLE_SKIPS and ".tmp" not in path.name  # a writer's temporary file
             if kept and path.is_file() and not path.is_symlink():
                 z.write(path, f"{root}/{rel.as_posix()}")
-        for saved, model, api in artifacts:
-            folder = Path(manifest["store"]) / saved / model / api
+        for saved, model, api in checked:
+            folder = store / saved / model / api
             for name in (MANIFEST, TRAIN_NOTEBOOK):
                 if (folder / name).is_file():
                     z.write(folder / name, f"{root}/store/{saved}/{model}/{api}/{name}")

@@ -8,24 +8,19 @@ remedy, on the saving release's reference cases.
 from __future__ import annotations
 
 import json
-import subprocess
-import tempfile
+import os
+import shutil
 from pathlib import Path
 
 from kit.results.cells import Cell
 from kit.common.capabilities import ONNX_API
 from kit.common.record_schema import LOADING_MODE
-from kit.common.errors import EnvBuildError, KitError, UsageError
+from kit.common.errors import UsageError
+from kit.debug.run_files import cell_artifact, read_record, run_store
+from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 from kit.results.runs import Run, runs_dir
-
-
-def read_record(run: Run, cell: Cell) -> dict:
-    path = run.dir / "records" / f"{cell.slug}.json"
-    if not path.is_file():
-        raise UsageError(f"run {run.id} has no record of {cell}", hint=f"cells are listed in {run.dir}/records.csv")
-    return json.loads(path.read_text())
 
 
 def choose_remedy(record: dict, cell: Cell, asked: str | None = None) -> str:
@@ -69,7 +64,13 @@ def convert_cell(
     runs_root: str | Path | None = None,
     home: KitHome | None = None,
 ) -> dict:
-    """Convert ``cell``'s artifact with its verified remedy; ``{"out", "remedy", "record"}``."""
+    """Convert ``cell``'s artifact with its verified remedy into ``<out>/<cell>/`` (``out`` default
+    ``RUN/converted``); ``{"out", "remedy", "record"}``.
+
+    Nothing but that one folder is written, and it is replaced only when it holds an earlier conversion (its
+    :data:`OWNED` file says so): what else ``out`` holds stays, and a folder of someone else's is refused
+    before any work. The conversion is built beside it and moved in only when it succeeded.
+    """
     home = home or KitHome()
     run = Run(runs_root or runs_dir(), run_id)
     if not run.exists():
@@ -82,37 +83,56 @@ def convert_cell(
             hint="; ".join(onnx_files) or "no .onnx file: no export or remedy succeeded",
         )
     name = choose_remedy(record, cell, remedy)
-    target = Path(out) if out else run.dir / "converted" / cell.slug
+    target = (Path(out) if out else run.dir / "converted").resolve() / cell.slug
+    check_replaceable(target)
     env = EnvManager(home).ready_env(cell.loaded)
+    api = record.get("source_api") or cell.api
+    folder = cell_artifact(run_store(run, home), cell, api)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staged, ignore_errors=True)
     request = {
         "release": cell.loaded,
         "saved": cell.saved,
         "model": cell.model,
-        "api": record.get("source_api") or cell.api,
+        "api": api,
         "check_api": cell.api,  # a c_predict cell converts its source artifact and is checked through c_predict
-        "folder": record["artifact"],
-        "out": str(target.resolve()),
+        "folder": str(folder),
+        "out": str(staged),
         "remedy": name,
         "error": record.get("error") or record.get("reason") or "",
         "tolerance": run.read_manifest()["request"].get("tolerance") or {},
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(request, f)
     try:
-        proc = subprocess.run(
-            [str(env.python), "-m", "kit.kernel.convert", f.name],
-            capture_output=True,
-            text=True,
-            cwd=str(env.path),
-            timeout=900,
+        answer = kernel_process.run_kernel_main(
+            env.python, "kit.kernel.convert", request, what=f"converting {cell} in MXNet {cell.loaded}", cwd=env.path
         )
+        (staged / OWNED).write_text(json.dumps({"cell": str(cell), "remedy": name, "run": run.id}) + "\n")
+        _move_into_place(staged, target)
     finally:
-        Path(f.name).unlink()
-    said = proc.stdout.strip().splitlines()
-    if proc.returncode == 3 and said:
-        problem = json.loads(said[-1])
-        raise KitError(problem["error"], hint=problem.get("hint"))
-    if proc.returncode != 0 or not said:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-        raise EnvBuildError(f"converting {cell} in MXNet {cell.loaded} failed:\n{tail}")
-    return {"out": target, "remedy": name, "record": json.loads(said[-1])}
+        shutil.rmtree(staged, ignore_errors=True)
+    return {"out": target, "remedy": name, "record": answer}
+
+
+#: the file that marks a folder as a conversion ``mxcompat convert`` wrote (and may replace)
+OWNED = ".mxcompat-converted.json"
+
+
+def check_replaceable(target: Path) -> None:
+    """Refuse ``target`` unless it is absent, empty, or an earlier conversion (it holds :data:`OWNED`)."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise UsageError(f"{target} exists and is not a folder convert wrote: nothing was written")
+    if target.is_dir() and any(target.iterdir()) and not (target / OWNED).is_file():
+        raise UsageError(
+            f"{target} holds files convert did not write: nothing was written or removed",
+            hint="give --out another folder (the conversion goes into --out/<cell>/)",
+        )
+
+
+def _move_into_place(staged: Path, target: Path) -> None:
+    """``staged`` becomes ``target``; an earlier conversion there goes only once the new one is in place."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    staged.rename(target)
+    shutil.rmtree(old, ignore_errors=True)

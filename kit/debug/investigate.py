@@ -8,16 +8,16 @@ numeric regression; a notebook that itself breaks is a :class:`KitError` (exit 3
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from papermill.exceptions import PapermillExecutionError
 
-from kit.common import artifacts
 from kit.common.capabilities import ONNX_API
 from kit.results.cells import Cell
 from kit.envs.manager import EnvManager
-from kit.common.errors import EnvBuildError, KitError, UsageError
+from kit.common.errors import KitError, UsageError
+from kit.debug.run_files import cell_artifact, run_store
+from kit.envs import kernel_process, limits
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
@@ -43,7 +43,7 @@ def investigate_cell(
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
-    store = Path(manifest["store"])
+    store = run_store(run, home)
     if cell.api == ONNX_API:
         raise UsageError(
             f"{cell} is an ONNX cell: investigate compares MXNet's layers, and ONNX Runtime runs outside MXNet",
@@ -51,7 +51,7 @@ def investigate_cell(
             "the remedies tried; investigate the source artifact in an MXNet release: "
             f"--cell {cell.model}/export/{cell.saved}/{cell.loaded}",
         )
-    artifact = Path(artifacts.artifact_dir(store, cell.saved, cell.model, cell.api))
+    artifact = cell_artifact(store, cell)
     if not (artifact / "manifest.json").is_file():
         raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
     manager = EnvManager(home)
@@ -62,17 +62,14 @@ def investigate_cell(
     if recompute:
         saving = manager.ready_env(cell.saved)
         reference = str(out_dir / f"{cell.slug}.reference.npz")
-        proc = subprocess.run(
-            [str(saving.python), "-m", "kit.kernel.recompute", str(artifact), reference, cell.saved],
-            capture_output=True,
-            text=True,
-            cwd=str(saving.path),
+        kernel_process.run_kernel_main(
+            saving.python,
+            "kit.kernel.recompute",
+            {"folder": str(artifact), "out": reference, "release": cell.saved},
+            what=f"computing {cell.saved}'s internals",
+            cwd=saving.path,
             timeout=600,
         )
-        if proc.returncode != 0:
-            raise EnvBuildError(
-                f"computing {cell.saved}'s internals failed: " + (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            )
     notebook = out_dir / f"{cell.slug}.ipynb"
     out_json = out_dir / f"{cell.slug}.json"
     out_json.unlink(missing_ok=True)  # an earlier investigation's findings are not this one's
@@ -94,6 +91,7 @@ def investigate_cell(
                 "out_json": str(out_json),
             },
             home=home,
+            execution_timeout=int(limits.CELL_TIMEOUT),
         )
     except PapermillExecutionError as e:
         raise KitError(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 from pathlib import Path
 
+from kit.envs import child_env, limits
 from kit.home import KitHome
 from kit.common.artifacts import write_json_atomic
 
@@ -68,17 +70,41 @@ def jupyter_env(home: KitHome, base: dict | None = None) -> dict:
     return env
 
 
-def kernel_manager(home: KitHome, kernel_name: str):
+def kernel_manager(home: KitHome, kernel_name: str, memory: int | None = None):
     """An (unstarted) kernel manager for ``kernel_name`` that looks for kernels in the kit's folder first.
 
-    The kernel dirs are given to its KernelSpecManager, so no process environment is changed.
+    The kernel dirs are given to its KernelSpecManager, so no process environment is changed. Every kernel
+    it starts gets the kernels' environment (:func:`kit.envs.child_env.for_kernels`: no AWS credentials),
+    whoever starts it, and an address-space limit of ``memory`` bytes (default
+    :func:`kit.envs.limits.kernel_memory`).
     """
     from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager  # nbclient drives it with async clients
 
     specs = KernelSpecManager()
     specs.kernel_dirs = [str(home.kernels)] + [d for d in specs.kernel_dirs if d != str(home.kernels)]
-    return AsyncKernelManager(kernel_name=kernel_name, kernel_spec_manager=specs)
+    km = _kernel_manager_class()(kernel_name=kernel_name, kernel_spec_manager=specs)
+    km.mxcompat_memory = memory
+    return km
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_manager_class():
+    """jupyter_client's async kernel manager (nbclient drives it with async clients), launching kit kernels
+    (imported when a kernel is first needed: most commands start none)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class KitKernelManager(AsyncKernelManager):
+        mxcompat_memory = None
+        mxcompat_on_start = None  # told the new kernel's PID (kit.execute.watchdog watches it)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):  # jupyter_client's hook for how kernels launch
+            kw["env"] = child_env.for_kernels(kw.get("env") or os.environ)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            limits.limit_memory(self.provisioner.pid, self.mxcompat_memory)
+            if self.mxcompat_on_start is not None:
+                self.mxcompat_on_start(self.provisioner.pid)
+
+    return KitKernelManager
 
 
 HOST_KERNEL = "mxcompat-host"

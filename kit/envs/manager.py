@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,13 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kit
-from kit.envs import child_env
+from kit.envs import kernel_process
 from kit.envs import kernelspecs
 from kit.envs import onnx_path
 from kit.envs import releases
 from kit.envs import syslibs
 from kit.common.artifacts import write_json_atomic
-from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError
+from kit.common.names import is_safe_name
+from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError, UsageError
 from kit.home import REPO_ROOT, KitHome
 from kit.envs.interpreters import Interpreter, InterpreterFinder
 from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release, sort_key
@@ -164,7 +164,11 @@ class EnvManager:
     def list(self) -> list[Env]:
         if not self.home.envs.is_dir():
             return []
-        envs = [self._load(p) for p in self.home.envs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        envs = [
+            self._load(p)
+            for p in self.home.envs.iterdir()
+            if p.is_dir() and not p.is_symlink() and is_safe_name(p.name)  # hidden locks and strays are not envs
+        ]
         return sorted(envs, key=_env_sort_key)
 
     def get(self, name: str) -> Env:
@@ -370,30 +374,12 @@ class EnvManager:
 
     def _probe(self, env: Env, log: Path | None = None, release: Release | None = None) -> dict:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit (in the
-        ONNX Runtime environment, the runtime worker's greeting)."""
-        argv = [str(env.python), "-m", "kit.kernel.probe", env.name]
+        ONNX Runtime environment, the runtime worker's greeting), through the one door to kernel-side programs."""
         release = release or env.release
-        if release is not None and not release.has_mxnet:
-            argv = [str(env.python), str(REPO_ROOT / "kit" / "kernel" / "onnx_worker.py")]
-        if log is not None:
-            out = run_logged(
-                argv, log, what=f"probing {env.name}", env=child_env.for_interpreter(), cwd=str(env.path), timeout=300
-            )
-        else:
-            proc = subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=child_env.for_interpreter(),
-                cwd=str(env.path),
-                timeout=300,
-            )
-            if proc.returncode != 0:
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise EnvBuildError(f"probe failed in {env.name}: {tail[0]}")
-            out = proc.stdout
-        return json.loads(out.strip().splitlines()[-1])
+        module = "kit.kernel.probe" if release is None or release.has_mxnet else "kit.kernel.onnx_worker"
+        return kernel_process.run_kernel_main(
+            env.python, module, {"release": env.name}, what=f"probing {env.name}", cwd=env.path, timeout=300, log=log
+        )
 
     @contextmanager
     def _lock(self, name: str):
@@ -413,6 +399,13 @@ class EnvManager:
 
     # -- removing and verifying ---------------------------------------------------------------
     def remove(self, name: str) -> None:
+        """Remove the environment ``name`` as ``env list`` names it, and its kernel; nothing else."""
+        listed = {e.name for e in self.list()}
+        if name not in listed:
+            raise UsageError(
+                f"no environment {name!r} in {self.home.envs}",
+                hint="name one that `mxcompat env list` shows: " + (", ".join(sorted(listed)) or "there are none"),
+            )
         env = self.get(name)
         with self._lock(name):
             kernelspecs.remove_kernelspec(self.home, env.kernel_name)
@@ -442,7 +435,7 @@ class EnvManager:
             problems.append(f"kernel {env.kernel_name} points at {spec['argv'][0]}, not {env.python}")
         try:
             probe = self._probe(env)
-        except (EnvBuildError, ValueError, subprocess.TimeoutExpired) as e:
+        except KitError as e:
             return Health(env.name, False, problems + [str(e)])
         expected = _expected_libs(env.marker.get("install_steps", []), env.marker.get("skipped_optional", []))
         problems += _probe_problems(probe, env.release, expected)

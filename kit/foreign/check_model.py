@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
+from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
-from kit.common.errors import EnvBuildError, UsageError
+from kit.common.errors import UsageError
 from kit.home import KitHome
 from kit.common import artifacts
 from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES, ONNX_API
@@ -110,22 +109,13 @@ def prepare(
             "seed": seed,
             "source": {"prefix": str(Path(prefix).resolve()), "epoch": epoch},
         }
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(spec, f)
-        proc = subprocess.run(
-            [str(env.python), "-m", "kit.kernel.foreign", reference, str(staged), f.name],
-            capture_output=True,
-            text=True,
-            cwd=str(env.path),
-            timeout=900,
+        kernel_process.run_kernel_main(
+            env.python,
+            "kit.kernel.foreign",
+            {"release": reference, "folder": str(staged), "spec": spec},
+            what=f"computing the reference in MXNet {reference}",
+            cwd=env.path,
         )
-        Path(f.name).unlink()
-        if proc.returncode == 2:
-            problem = json.loads(proc.stdout.strip().splitlines()[-1])
-            raise UsageError(problem["error"], hint=problem.get("hint"))
-        if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-            raise EnvBuildError(f"computing the reference in MXNet {reference} failed:\n{tail}")
         archive = Path(artifacts.archive_dir(str(store), reference, name, API))
         artifacts.commit_dir(str(staged), str(final), archive=str(archive))
     finally:

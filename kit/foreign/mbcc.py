@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kit.envs import child_env
+from kit.envs import kernel_process
 from kit.envs import releases
 from kit.common import artifacts
 from kit.common.capabilities import APIS, GLUON2, MBCC_MODELS, has_api
 from kit.common.errors import EnvBuildError, KitError, UsageError
-from kit.common.names import SAFE_NAME
+from kit.common.names import SAFE_NAME, is_safe_relative
 from kit.common.versions import at_least, parse_release, release_key, same_release
 from kit.envs.manager import Env, EnvManager
 from kit.home import KitHome
@@ -309,6 +307,8 @@ def _source_files(source: str, home: KitHome, endpoint_url: str | None, tmp: Pat
             keys = opened.list_blobs("")
 
             def fetch(rel: str) -> str:
+                if not is_safe_relative(rel):  # the layout skips such keys; never a path out of tmp
+                    raise UsageError(f"refusing the bucket key {rel!r}: not a plain relative path")
                 target = tmp / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(opened.read_blob(rel))
@@ -421,7 +421,7 @@ def _import_release(release, version, found, problems, env, local, shown, fetch,
                 reason = _placeholder_reason(release, version, model, api, problems)
                 placeholders.append({"model": model, "api": api, "folder": staged[(model, api)], "reason": reason})
         try:
-            results = _convert(env, release, version, jobs, placeholders, tmp)
+            results = _convert(env, release, version, jobs, placeholders)
         except KitError as e:
             for job in jobs:
                 result["skipped"].append((job["source"], f"not imported: {e.message}"))
@@ -466,29 +466,18 @@ def _roundtrip_text(info: dict | None) -> str:
     return info.get("unavailable", "not reloaded")
 
 
-def _convert(env: Env, release: str, version: str, jobs: list, placeholders: list, tmp: Path) -> list[dict]:
+def _convert(env: Env, release: str, version: str, jobs: list, placeholders: list) -> list[dict]:
     """Run ``kit.kernel.mbcc_import`` on ``jobs`` and ``placeholders`` in ``env``: one result per job."""
     spec = {"release": release, "version": version, "converting": env.name, "jobs": jobs, "placeholders": placeholders}
-    jobs_file = tmp / f"jobs-{release}.json"
-    jobs_file.write_text(json.dumps(spec))
-    proc = subprocess.run(
-        [str(env.python), "-m", "kit.kernel.mbcc_import", str(jobs_file)],
-        capture_output=True,
-        text=True,
-        cwd=str(env.path),
-        env=child_env.for_kernels(child_env.for_interpreter()),
-        timeout=900,
-    )
-    lines = proc.stdout.strip().splitlines()
     try:
-        answer = json.loads(lines[-1]) if lines else {}
-    except ValueError:
-        answer = {}
-    if proc.returncode != 0 or "results" not in answer:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-        raise EnvBuildError(
-            f"reading the checker's files of MXNet {version} in {env.name} failed "
-            f"(exit {proc.returncode}): {answer.get('error') or tail}",
-            hint=answer.get("hint") or f"check the environment: mxcompat env doctor {env.name}",
+        answer = kernel_process.run_kernel_main(
+            env.python,
+            "kit.kernel.mbcc_import",
+            spec,
+            what=f"reading the checker's files of MXNet {version} in {env.name}",
+            cwd=env.path,
         )
+    except UsageError as e:  # the environment is not the one it should be
+        hint = e.hint or f"check the environment: mxcompat env doctor {env.name}"
+        raise EnvBuildError(e.message, hint=hint) from None
     return answer["results"]

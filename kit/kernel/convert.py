@@ -8,7 +8,6 @@ path, with no remedy, on the saving release's reference cases: ``record.json`` b
 it loads natively and how close it is.
 """
 
-import json
 import os
 import shutil
 import sys
@@ -17,6 +16,7 @@ from kit.common import artifacts, verdicts
 from kit.common.capabilities import C_PREDICT_API
 from kit.common.errors import KitError
 from kit.kernel import adapters, mxapi, remedies, zoo
+from kit.kernel.main_protocol import serve
 
 RECORD = "record.json"
 
@@ -32,6 +32,9 @@ def convert(release, saved, model, api, folder, out, remedy, error_text, overrid
     ``check_api``, default the artifact's own API); the record."""
     mxapi.prepare_kernel()
     manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
+    bad = artifacts.verify(folder, manifest) or artifacts.content_problems(folder, manifest)
+    if bad:
+        raise KitError("artifact %s is corrupt (%s): nothing was converted" % (folder, "; ".join(bad)))
     reference = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
     spec = zoo.MODELS.get(model)
     adapter = adapters.ADAPTERS[api]
@@ -53,9 +56,7 @@ def convert(release, saved, model, api, folder, out, remedy, error_text, overrid
                 "%s changes how the artifact is loaded, not its files: there is nothing to convert" % attempt["name"],
                 hint="load it with this code instead:\n" + attempt["user_code"],
             )
-        if os.path.exists(out):
-            shutil.rmtree(out)
-        os.makedirs(out)
+        os.makedirs(out)  # a fresh folder the host chose (kit.debug.convert): never one that holds anything
         new_api, load, files = _write(work, api, out)
         for name in (artifacts.REFERENCE, (manifest.get("architecture") or {}).get("file")):
             if name and os.path.isfile(os.path.join(folder, name)):
@@ -97,31 +98,22 @@ def _write(work, api, out):
     return api, work.manifest["load"], names
 
 
-def main(argv=None):
-    """``python -m kit.kernel.convert REQUEST.json``: prints the record as one JSON line; exit 0, or 3
-    (with ``{"error", "hint"}``) when the remedy cannot be turned into files."""
-    args = sys.argv[1:] if argv is None else argv
-    with open(args[0]) as f:
-        req = json.load(f)
-    try:
-        rec = convert(
-            req["release"],
-            req["saved"],
-            req["model"],
-            req["api"],
-            req["folder"],
-            req["out"],
-            req["remedy"],
-            req.get("error") or "",
-            req.get("tolerance"),
-            req.get("check_api"),
-        )
-    except KitError as e:
-        sys.stdout.write(json.dumps({"error": e.message, "hint": e.hint}) + "\n")
-        return 3
-    sys.stdout.write(json.dumps(rec) + "\n")
-    return 0
+def from_request(req):
+    """``python -m kit.kernel.convert REQUEST.json``: answers the record (kit.kernel.main_protocol); exit 3
+    with ``{"error", "hint"}`` when the remedy cannot be turned into files."""
+    return convert(
+        req["release"],
+        req["saved"],
+        req["model"],
+        req["api"],
+        req["folder"],
+        req["out"],
+        req["remedy"],
+        req.get("error") or "",
+        req.get("tolerance"),
+        req.get("check_api"),
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(from_request))

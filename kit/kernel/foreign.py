@@ -11,17 +11,17 @@ heads that need label names, and several outputs.
 
 import json
 import os
-import sys
 import time
 
 import numpy as np
 import mxnet as mx
 
-from kit.common.errors import KitError
+from kit.common.errors import KitError, UsageError
 from kit.common import artifacts
 from kit.common.capabilities import FOREIGN_API as API
 from kit.kernel import internals, mxapi
 from kit.kernel.fingerprint import fingerprint
+from kit.kernel.main_protocol import serve
 from kit.kernel.mxapi import split_params
 
 SYMBOL, PARAMS = "model-symbol.json", "model-0000.params"
@@ -248,27 +248,23 @@ def _recorded_version(raw):
     return None
 
 
-def main(argv=None):
-    """``python -m kit.kernel.foreign RELEASE FOLDER SPEC.json``: prepare a staged checkpoint."""
-    release, folder, spec_path = (argv or sys.argv[1:])[:3]
+def from_request(request):
+    """``python -m kit.kernel.foreign REQUEST.json`` (``{"release", "folder", "spec"}``): prepare a staged
+    checkpoint; answers its param version and output count (kit.kernel.main_protocol). A checkpoint that does
+    not fit its declared inputs is exit 2 with ``{"error", "hint"}``: the user's input."""
     mxapi.prepare_kernel()
-    with open(spec_path) as f:
-        spec = json.load(f)
+    spec = request["spec"]
     try:
-        manifest = prepare(release, folder, spec, int(spec.get("seed", 0)))
-    except KitError as e:  # the host reads this last line: the input problem, in words
-        print(json.dumps({"error": e.message, "hint": e.hint}))
-        return 2
-    print(
-        json.dumps(
-            {
-                "param_version": manifest["param_version"],
-                "outputs": len(manifest["reference"]["cases"]["batch"]["outputs"]),
-            }
-        )
-    )
-    return 0
+        manifest = prepare(request["release"], request["folder"], spec, int(spec.get("seed", 0)))
+    except KitError as e:
+        raise UsageError(e.message, hint=e.hint)
+    return {
+        "param_version": manifest["param_version"],
+        "outputs": len(manifest["reference"]["cases"]["batch"]["outputs"]),
+    }
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import sys
+
+    sys.exit(serve(from_request))

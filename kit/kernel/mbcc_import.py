@@ -17,10 +17,8 @@ checker's layout has no files for, so that a run's train step finds every cell o
 present and trains nothing over the imported files.
 """
 
-import json
 import os
 import shutil
-import sys
 import time
 import traceback
 from collections import OrderedDict
@@ -29,10 +27,11 @@ import numpy as np
 import mxnet as mx
 
 from kit.common import artifacts
-from kit.common.errors import KitError
+from kit.common.errors import KitError, UsageError
 from kit.common.versions import same_release
 from kit.kernel import adapters, internals, mxapi, zoo
 from kit.kernel.fingerprint import fingerprint
+from kit.kernel.main_protocol import serve
 
 CASE_NOTE = "the MBCC checker's test data (-data 'data') and the outputs it recorded before saving (-inference)"
 SAVED_BY = "MXNet's model backwards-compatibility checker (MBCC); the machine that saved the files is not recorded"
@@ -220,10 +219,8 @@ def write_placeholder(entry, release, version, converting):
     artifacts.write_json_atomic(os.path.join(entry["folder"], artifacts.MANIFEST), manifest)
 
 
-def run(jobs_file):
-    """Every job and placeholder of the host's file; one result per job, a failure never stops the others."""
-    with open(jobs_file) as f:
-        spec = json.load(f)
+def run(spec):
+    """Every job and placeholder of the host's request; one result per job, a failure never stops the others."""
     release, version, converting = spec["release"], spec["version"], spec["converting"]
     if not same_release(converting, mx.__version__):
         raise KitError("this environment runs MXNet %s, not %s" % (mx.__version__, converting))
@@ -252,17 +249,14 @@ def run(jobs_file):
     return results
 
 
-def main(argv=None):
-    """``python -m kit.kernel.mbcc_import JOBS.json``: the last stdout line is the results as JSON."""
-    args = argv if argv is not None else sys.argv[1:]
+def from_request(spec):
+    """``python -m kit.kernel.mbcc_import JOBS.json``: answers ``{"results"}`` (kit.kernel.main_protocol); a
+    wrong environment is exit 2 with ``{"error", "hint"}``."""
     try:
-        results = run(args[0])
+        return {"results": run(spec)}
     except KitError as e:
-        print(json.dumps({"error": e.message, "hint": e.hint}))
-        return 2
-    print(json.dumps({"results": results}))
-    return 0
+        raise UsageError(e.message, hint=e.hint)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(serve(from_request))

@@ -7,11 +7,19 @@ request a line on stdin and answers one JSON line on stdout:
 - ``{"model": PATH, "inputs": NPZ, "outputs": NPZ}``: run the model on the named inputs (cast to the types the
   model declares), write its outputs to ``outputs`` as ``"0", "1", ...``; answer ``{"ok": true}`` or
   ``{"ok": false, "phase": "session"|"run", "error_type", "error", "traceback"}``, the error verbatim.
+
+It keeps the sessions of the last :data:`MAX_SESSIONS` models (a run's cells ask for each model a few times in
+a row). ``python -m kit.kernel.onnx_worker REQUEST.json`` only greets, as kit.kernel.main_protocol answers: the
+environment's probe.
 """
 
 import json
 import sys
 import traceback
+from collections import OrderedDict
+
+#: the most ONNX Runtime sessions kept at once (each holds its model's weights)
+MAX_SESSIONS = 4
 
 _TYPES = {
     "tensor(float)": "float32",
@@ -33,10 +41,12 @@ def _run(sessions, request):
 
     phase = "session"
     try:
-        session = sessions.get(request["model"])
+        session = sessions.pop(request["model"], None)
         if session is None:
             session = ort.InferenceSession(request["model"], providers=["CPUExecutionProvider"])
-            sessions[request["model"]] = session
+        sessions[request["model"]] = session  # the newest last
+        while len(sessions) > MAX_SESSIONS:
+            sessions.popitem(last=False)
         phase = "run"
         with np.load(request["inputs"], allow_pickle=False) as z:
             given = dict((k, z[k]) for k in z.files)
@@ -58,22 +68,27 @@ def _run(sessions, request):
         }
 
 
-def main():
+def greeting():
+    """What this environment's worker says at start: its versions, or why onnxruntime does not import."""
     try:
         import numpy
         import onnxruntime
     except Exception as e:  # noqa: BLE001
-        _answer({"ready": False, "error": "%s: %s" % (type(e).__name__, e)})
+        return {"ready": False, "error": "%s: %s" % (type(e).__name__, e)}
+    return {
+        "ready": True,
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": numpy.__version__,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+    }
+
+
+def main():
+    hello = greeting()
+    _answer(hello)
+    if not hello["ready"]:
         return 1
-    _answer(
-        {
-            "ready": True,
-            "onnxruntime": onnxruntime.__version__,
-            "numpy": numpy.__version__,
-            "python": "%d.%d.%d" % sys.version_info[:3],
-        }
-    )
-    sessions = {}
+    sessions = OrderedDict()
     for line in sys.stdin:
         if line.strip():
             _answer(_run(sessions, json.loads(line)))
@@ -81,4 +96,8 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:  # a probe (``env create``/``doctor``): the greeting as the kit's answer, then done
+        from kit.kernel.main_protocol import serve
+
+        sys.exit(serve(lambda request: greeting()))
     sys.exit(main())

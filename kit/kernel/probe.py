@@ -1,15 +1,15 @@
-"""Health probe run inside an environment: ``python -m kit.kernel.probe [RELEASE]``.
+"""Health probe run inside an environment: ``python -m kit.kernel.probe REQUEST.json`` (``{"release"}``).
 
 Imports MXNet, runs a tiny forward pass checked against numpy, draws a figure
-with matplotlib and builds a pandas DataFrame, and prints one JSON line: the
+with matplotlib and builds a pandas DataFrame, and answers (kit.kernel.main_protocol) the
 fingerprint plus ``forward_ok``, ``forward_max_abs_error``, ``matplotlib`` and
 ``pandas`` (their versions, None with ``*_error`` where they fail).
 """
 
-import json
 import sys
 
 from kit.kernel.fingerprint import fingerprint
+from kit.kernel.main_protocol import serve
 
 
 def forward_check():
@@ -55,9 +55,9 @@ def tables_check():
     return pandas.__version__
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    info = fingerprint(argv[0] if argv else None)
+def probe(request):
+    """The fingerprint of this environment's MXNet for ``request["release"]``, with what works in it."""
+    info = fingerprint(request.get("release"))
     if info.get("mxnet") is not None:
         try:
             ok, err = forward_check()
@@ -69,9 +69,8 @@ def main(argv=None):
             info[key] = check()
         except Exception as e:  # reported with the reason; doctor decides whether it is a problem
             info[key], info[key + "_error"] = None, "%s: %s" % (type(e).__name__, e)
-    print(json.dumps(info, sort_keys=True))
-    return 0
+    return info
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(probe))

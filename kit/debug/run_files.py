@@ -1,0 +1,50 @@
+"""A finished run's inputs for the commands that look into one cell (investigate, convert, bundle, bisect):
+the store it read and a cell's record and artifact, found from what the user asked and the cell's names,
+never from a path a file in the run folder spells (a copied or edited run folder points nowhere else)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kit.common import artifacts
+from kit.common.capabilities import LOAD_APIS
+from kit.common.errors import UsageError
+from kit.home import KitHome
+from kit.results.cells import Cell
+from kit.results.runs import Run
+
+
+def run_store(run: Run, home: KitHome | None = None) -> Path:
+    """The folder run ``run``'s kernels read: the working copy of the store its request named."""
+    from kit import store as stores
+
+    request = run.read_manifest().get("request") or {}
+    location = request.get("store")
+    if location is not None and not isinstance(location, str):
+        raise UsageError(f"run {run.id}'s run.json names no store location: {location!r}")
+    return stores.open_store(location, home=home).working_copy(home).root
+
+
+def cell_artifact(store: Path, cell: Cell, api: str | None = None) -> Path:
+    """The artifact folder of ``cell`` (``api``: the artifact's own API, where the cell's is derived from it)."""
+    api = api or cell.api
+    if api not in LOAD_APIS:
+        raise UsageError(f"{cell}: its record names an unknown source API {api!r}")
+    if cell.archived:
+        return Path(artifacts.version_dir(str(store), cell.saved, cell.model, api, cell.archived))
+    return Path(artifacts.artifact_dir(str(store), cell.saved, cell.model, api))
+
+
+def read_record(run: Run, cell: Cell) -> dict:
+    """``cell``'s record in ``run`` (a JSON object, or a usage error that says what is wrong with it)."""
+    path = run.dir / "records" / f"{cell.slug}.json"
+    if not path.is_file():
+        raise UsageError(f"run {run.id} has no record of {cell}", hint=f"cells are listed in {run.dir}/records.csv")
+    try:
+        record = artifacts.read_json(str(path))
+    except ValueError as e:
+        raise UsageError(f"the record of {cell} in run {run.id} is not readable JSON: {e}") from None
+    if not isinstance(record, dict) or "verdict" not in record:
+        raise UsageError(f"the record of {cell} in run {run.id} is not a record: {json.dumps(record)[:200]}")
+    return record
