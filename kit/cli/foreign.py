@@ -16,6 +16,7 @@ from kit.cli.options import (
 from kit.cli.run import report_outcome
 from kit.common.errors import UsageError
 from kit.envs import onnx_path
+from kit.envs.limits import Limits
 from kit.envs.manager import EnvManager
 from kit.envs.release_selection import HELP as SELECTION_HELP
 from kit.home import KitHome
@@ -85,6 +86,9 @@ def check_model_cmd(
     jobs,
     tolerance,
     allow_list,
+    step_timeout,
+    cell_timeout,
+    kernel_memory,
     forward,
 ):
     """Will this checkpoint give the same outputs on the releases I upgrade to?
@@ -121,6 +125,7 @@ def check_model_cmd(
         allow_list=allow_list,
         store=store,
         foreign=True,
+        limits=Limits.from_options(step_timeout, cell_timeout, kernel_memory).to_dict(),
     )
     request.validate(req, EnvManager(home))
     if store and open_store(store).remote:

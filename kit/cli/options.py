@@ -12,6 +12,7 @@ import sys
 import click
 
 from kit.common.errors import KitError
+from kit.envs import limits
 from kit.execute.executors import EXECUTORS
 
 
@@ -86,10 +87,38 @@ def execution_options(f):
     )(f)
 
 
+limits_options = (
+    click.option(
+        "--step-timeout",
+        type=click.FloatRange(min=1),
+        metavar="SECONDS",
+        help=f"A step (one notebook on one release) that runs longer is stopped and broken with that cause; "
+        f"the run goes on (default: {limits.STEP_TIMEOUT:.0f}).",
+    ),
+    click.option(
+        "--cell-timeout",
+        type=click.FloatRange(min=1),
+        metavar="SECONDS",
+        help=f"A cell (one artifact loaded, run and remedied in one release) that takes longer is recorded as "
+        f"load-error/infer-error 'timed out' and its kernel replaced (default: {limits.CELL_TIMEOUT:.0f}).",
+    ),
+    click.option(
+        "--kernel-memory",
+        metavar="SIZE",
+        help="Each kernel's address-space limit: 8G, 512M or a share of the machine's memory such as 60% "
+        f"(default: {limits.KERNEL_MEMORY_SHARE:.0%}, at least {limits.KERNEL_MEMORY_FLOOR >> 30} GiB). "
+        "Past it an allocation fails in that kernel, not the machine.",
+    ),
+)
+
+
 def matrix_options(f):
-    """What every command that runs a matrix takes: its run's name and folder, steps at once, tolerance, allow-list."""
+    """What every command that runs a matrix takes: its run's name and folder, steps at once, tolerance, allow-list,
+    and the limits of its steps, cells and kernels (``Limits.from_options(step_timeout, cell_timeout,
+    kernel_memory)``)."""
     for option in reversed(
         (run_id_option(), runs_dir_option, jobs_option(1, "Steps (notebook runs)"), tolerance_option, allow_list_option)
+        + limits_options
     ):
         f = option(f)
     return f

@@ -15,6 +15,7 @@ from kit.cli.options import (
     store_option,
 )
 from kit.common.errors import UsageError
+from kit.envs.limits import Limits
 from kit.envs.manager import EnvManager
 from kit.envs.release_selection import HELP as SELECTION_HELP
 from kit.home import KitHome
@@ -65,7 +66,11 @@ from kit.home import KitHome
     help="all: also reload every replaced weights version the store keeps (.versions/), each a cell of its own.",
 )
 @click.option(
-    "--resume", "resume_id", metavar="RUN-ID", help="Finish an interrupted run: redo only what did not finish."
+    "--resume",
+    "resume_id",
+    metavar="RUN-ID",
+    help="Finish an interrupted run: redo only what did not finish (its own arguments; "
+    "--step-timeout, --cell-timeout, --kernel-memory given again replace its limits).",
 )
 @execution_options
 @matrix_options
@@ -89,6 +94,9 @@ def run_cmd(
     runs_dir,
     executor,
     scheduler,
+    step_timeout,
+    cell_timeout,
+    kernel_memory,
 ):
     """Run the matrix: train per --save release, reload per --load release, then the summary.
 
@@ -127,7 +135,10 @@ def run_cmd(
         ]
         if given:
             raise UsageError(f"--resume takes the run's own arguments; do not give {', '.join(given)}")
-        outcome = matrix.resume(resume_id, **execution)
+        limits = None  # the run's own, unless given again: a step that timed out may be resumed with more time
+        if step_timeout or cell_timeout or kernel_memory:
+            limits = Limits.from_options(step_timeout, cell_timeout, kernel_memory).to_dict()
+        outcome = matrix.resume(resume_id, limits=limits, **execution)
     else:
         manager = EnvManager(KitHome())
         saves = selection.expand(save, manager, flag="--save")
@@ -150,6 +161,7 @@ def run_cmd(
             versions=versions,
             allow_list=allow_list,
             store=store,
+            limits=Limits.from_options(step_timeout, cell_timeout, kernel_memory).to_dict(),
         )
         outcome = matrix.run_matrix(req, run_id=run_id, **execution)
     report_outcome(outcome)

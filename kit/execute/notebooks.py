@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 import papermill
 from papermill.engines import NBClientEngine, papermill_engines
 
-from kit.envs import kernelspecs
+from kit.envs import kernelspecs, limits
 from kit.home import REPO_ROOT, KitHome
 from kit.execute.progress import StepProgress
 
@@ -87,7 +89,7 @@ def warm_arguments(kernel_name: str) -> list[str]:
     return KERNEL_ARGS + ["-c", WARM_IMPORTS[kind]]
 
 
-def prestart(kernel_name: str, home: KitHome | None = None) -> None:
+def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None = None) -> None:
     """Start a kernel now, for the next notebook that runs on ``kernel_name`` in this process.
 
     A kernel takes about 1.5 s to come up and its ``import mxnet`` as long again; starting it,
@@ -97,7 +99,7 @@ def prestart(kernel_name: str, home: KitHome | None = None) -> None:
         return
     from jupyter_core.utils import run_sync
 
-    km = kernelspecs.kernel_manager(home or KitHome(), kernel_name)
+    km = kernelspecs.kernel_manager(home or KitHome(), kernel_name, memory)
     try:
         run_sync(km.start_kernel)(extra_arguments=warm_arguments(kernel_name))
     except Exception:  # noqa: BLE001 - a failed prestart only means the step starts its own kernel
@@ -132,6 +134,9 @@ def run_notebook(
     execution_timeout: int | None = None,
     progress: StepProgress | None = None,
     keep_kernel: bool = False,
+    memory: int | None = None,
+    on_kernel: Callable[[int], None] | None = None,
+    atomic: bool = False,
 ):
     """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
 
@@ -140,14 +145,23 @@ def run_notebook(
     after the executed copy, with the failing cell, is written. ``progress`` learns each cell
     started and the kernel's printed lines. ``keep_kernel``: the kernel stays up for the next notebook on
     ``kernel_name`` in this process (a release's train step keeps its kernel, MXNet imported, for its reload
-    step); that notebook's copy is numbered from 1 as if its kernel were new.
+    step); that notebook's copy is numbered from 1 as if its kernel were new. ``memory``: the kernel's
+    address-space limit in bytes (kit.envs.limits); ``on_kernel`` is told the PID of the kernel that runs it.
+    ``atomic``: the copy is written beside ``output`` and renamed over it at the end (a report, such as the
+    summary: a reader never finds half of one), also when the notebook fails.
     """
     home = home or KitHome()
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    final = Path(output)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    output = final.with_name(f".{final.name}.tmp-{os.getpid()}") if atomic else final
     km = None if cwd else _take_warm(kernel_name)  # a warm kernel runs in this process's folder
     if km is None:
-        km = kernelspecs.kernel_manager(home, kernel_name)  # nbclient starts it (in cwd)
+        km = kernelspecs.kernel_manager(home, kernel_name, memory)  # nbclient starts it (in cwd)
+        km.mxcompat_on_start = on_kernel
+    else:  # started ahead, maybe under another limit: this step's, and this step's watchdog
+        limits.limit_memory(km.provisioner.pid, memory)
+        if on_kernel is not None:
+            on_kernel(km.provisioner.pid)
     reused = bool(getattr(km, "mxcompat_ran", False))
     try:
         return papermill.execute_notebook(
@@ -167,6 +181,8 @@ def run_notebook(
         if not (keep_kernel and not cwd and _keep(kernel_name, km)):
             _shutdown(km)  # nbclient leaves a kernel manager it was given running
         _record_kernel(output, home, kernel_name, renumber=reused)
+        if atomic and output.exists():
+            os.replace(output, final)
 
 
 def _keep(kernel_name: str, km) -> bool:

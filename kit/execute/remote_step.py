@@ -36,7 +36,8 @@ from kit.execute import progress
 from kit import store as stores
 from kit.envs.manager import EnvBuildError, EnvManager
 from kit.common.capabilities import ONNX_API, ONNX_SOURCES, split_pin
-from kit.common.errors import KitError
+from kit.common.errors import KitError, UsageError
+from kit.common.names import is_safe_name
 from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS
 
@@ -184,6 +185,9 @@ def run_remote(task: dict) -> dict:
     started = time.monotonic()
     step = dict(task["step"])
     kind, release = step["kind"], step["release"]
+    for name in (task["run_id"], step["id"].replace(":", "-")):  # they name folders and keys on this worker
+        if not is_safe_name(name):
+            raise UsageError(f"refusing the task: {name!r} is not a plain name")
     home = worker_home()
     home.root.mkdir(parents=True, exist_ok=True)
     remote = stores.open_store(task["store"], endpoint_url=task.get("endpoint_url"))

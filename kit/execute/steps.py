@@ -37,6 +37,7 @@ class Step:
     parameters: dict
     depends_on: list[str] = field(default_factory=list)
     progress: str | None = None  # the file its live progress goes to (kit.execute.progress)
+    limits: dict = field(default_factory=dict)  # its time, its cells' time, its kernel's memory (kit.envs.limits)
 
     @property
     def runs_on_host(self) -> bool:
@@ -176,59 +177,90 @@ def keep_train_notebook(step: dict) -> int:
 
 
 def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = (), keep_kernel: bool = False) -> dict:
+    from kit.envs.limits import Limits
     from kit.home import KitHome
     from kit.execute.notebooks import prestart, run_notebook
     from kit.execute.progress import StepProgress
+    from kit.execute.watchdog import Watchdog
 
     child_env.scrub_for_kernels()
     started, started_at = time.monotonic(), precise_now()
-    prestart(step["kernel"], KitHome(home_root))  # no-op when the previous step already started it
+    limits = Limits.from_dict(step.get("limits"))
+    prestart(step["kernel"], KitHome(home_root), limits.kernel_memory)  # no-op when the previous step started it
     for name in next_kernels:
-        prestart(name, KitHome(home_root))
+        prestart(name, KitHome(home_root), limits.kernel_memory)
     step = dict(step, parameters=dict(step["parameters"]))
     attempt = deaths = 0
     last = None
-    while True:
-        attempt += 1
-        progress = StepProgress(step["progress"], step["id"]) if step.get("progress") else None
-        try:
-            run_notebook(
-                step["notebook"],
-                step["output"],
-                step["kernel"],
-                step["parameters"],
-                home=KitHome(home_root),
-                progress=progress,
-                keep_kernel=keep_kernel,
-            )
-            return StepResult(
-                step["id"], "ok", round(time.monotonic() - started, 2), attempt, deaths=deaths, started_at=started_at
-            ).to_dict()
-        except Exception as e:  # every failure is reported; kernel start races are retried
-            last = e
-            if (
-                step["kind"] == "reload"
-                and is_dead_kernel(e)
-                and deaths < MAX_KERNEL_DEATHS
-                and record_dead_kernel(step, e, deaths + 1)
-            ):
-                deaths += 1
-                attempt -= 1
-                step["parameters"]["skip_recorded"] = True  # go on after the artifact that killed it
-                continue
-            if not is_retryable(e) or attempt >= ATTEMPTS:
-                break
-            time.sleep(1.0 * attempt)
-        finally:
-            if progress is not None:
-                progress.close()
+    with Watchdog(limits.step_timeout, limits.cell_timeout, inflight_marker(step)) as watchdog:
+        while True:
+            attempt += 1
+            progress = StepProgress(step["progress"], step["id"]) if step.get("progress") else None
+            try:
+                run_notebook(
+                    step["notebook"],
+                    step["output"],
+                    step["kernel"],
+                    step["parameters"],
+                    home=KitHome(home_root),
+                    progress=progress,
+                    keep_kernel=keep_kernel,
+                    memory=limits.kernel_memory,
+                    on_kernel=watchdog.attach,
+                    atomic=step["kind"] == "summary",  # a report: whole or the previous one
+                )
+                return StepResult(
+                    step["id"],
+                    "ok",
+                    round(time.monotonic() - started, 2),
+                    attempt,
+                    deaths=deaths,
+                    started_at=started_at,
+                ).to_dict()
+            except Exception as e:  # every failure is reported; kernel start races are retried
+                last = e
+                if watchdog.step_expired:
+                    break
+                timed_out = watchdog.cell_expired
+                watchdog.handled()
+                if (
+                    step["kind"] == "reload"
+                    and is_dead_kernel(e)
+                    and deaths < MAX_KERNEL_DEATHS
+                    and record_dead_kernel(step, e, deaths + 1, timed_out=timed_out)
+                ):
+                    deaths += 1
+                    attempt -= 1
+                    step["parameters"]["skip_recorded"] = True  # go on after the artifact that killed it
+                    continue
+                if not is_retryable(e) or attempt >= ATTEMPTS:
+                    break
+                time.sleep(1.0 * attempt)
+            finally:
+                if progress is not None:
+                    progress.close()
+    seconds = round(time.monotonic() - started, 2)
+    if watchdog.step_expired:
+        limit = watchdog.expired[1]
+        message = f"the step ran past its time limit of {limit:.0f}s and its kernel was stopped (--step-timeout)"
+        return StepResult(
+            step["id"],
+            "failed",
+            seconds,
+            attempt,
+            error=message,
+            error_type="StepTimeout",
+            cause=message,
+            deaths=deaths,
+            started_at=started_at,
+        ).to_dict()
     message = str(last).strip()
     if not message:
         message = traceback.format_exception_only(type(last), last)[-1].strip()
     return StepResult(
         step["id"],
         "failed",
-        round(time.monotonic() - started, 2),
+        seconds,
         attempt,
         error=message[-4000:],
         error_type=type(last).__name__,
@@ -251,27 +283,50 @@ def is_dead_kernel(exc: BaseException) -> bool:
     return isinstance(exc, DeadKernelError)
 
 
-def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
-    """Record the artifact a dead kernel was working on; False when no artifact was in flight."""
+def inflight_marker(step: dict) -> str | None:
+    """The file a reload step's kernel names its artifact in flight in (kit.kernel.reload_run.InFlight)."""
+    import os
+
+    from kit.common import artifacts
+
+    params = step["parameters"]
+    if step["kind"] != "reload" or not params.get("run_dir"):
+        return None
+    name = artifacts.inflight_name(params.get("release", step["release"]), params.get("apis"))
+    return os.path.join(params["run_dir"], "records", name)
+
+
+def record_dead_kernel(step: dict, exc: BaseException, death: int, timed_out: float | None = None) -> bool:
+    """Record the artifact a dead kernel was working on; False when no artifact was in flight. ``timed_out``:
+    the kernel was stopped because the cell ran past that many seconds (kit.execute.watchdog)."""
     import json
     from pathlib import Path
 
     from kit.common import artifacts, record_schema
+    from kit.common.names import is_safe_name
 
-    records = Path(step["parameters"]["run_dir"]) / "records"
-    params = step["parameters"]
-    marker = records / artifacts.inflight_name(params.get("release", step["release"]), params.get("apis"))
+    marker = Path(inflight_marker(step))
     if not marker.exists():
         return False
     info = json.loads(marker.read_text())
+    cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
+    if not all(is_safe_name(n) for n in cell + ((info["archived"],) if info.get("archived") else ())):
+        return False  # not a marker this kit's kernel wrote: the step fails with the kernel's death as its cause
     inferring = info["phase"] in ("infer", "network_only")
     verdict = "infer-error" if inferring else "load-error"
     doing = "inferring" if inferring else "loading"
-    message = f"kernel died while {doing} this artifact ({type(exc).__name__}: {str(exc).strip()[:300]})"
-    cell = info["saved_with"], info["model"], info["api"], info["loaded_with"]
+    cause = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+    if timed_out:
+        message = f"timed out: no result within {timed_out:.0f}s while {doing} this artifact; its kernel was stopped"
+        message += " (--cell-timeout)"
+    else:
+        message = f"kernel died while {doing} this artifact ({cause})"
     if info.get("record"):  # it died trying remedies: the cell's own verdict was known and stands
         rec = info["record"]
-        died = f"the kernel died while trying remedies ({type(exc).__name__}: {str(exc).strip()[:300]})"
+        if timed_out:
+            died = f"trying remedies ran past the cell's time limit of {timed_out:.0f}s; its kernel was stopped"
+        else:
+            died = f"the kernel died while trying remedies ({cause})"
         rec["remedy"] = {"fixed": False, "name": None, "tried": [], "why_none": died, "kernel_died": True}
         rec.update(loaded_fingerprint=None, checked_at=record_schema.now())
     else:
@@ -279,13 +334,15 @@ def record_dead_kernel(step: dict, exc: BaseException, death: int) -> bool:
         rec.update(
             verdict=verdict,
             reason=message,
-            error_type="KernelDied",
+            error_type="CellTimeout" if timed_out else "KernelDied",
             error=message,
             kernel_died=True,
             loaded_fingerprint=None,
             checked_at=record_schema.now(),
         )
-    artifacts.write_json_atomic(str(records / artifacts.record_name(*cell, info.get("archived"))), rec)
+    if timed_out:
+        rec["timed_out"] = timed_out
+    artifacts.write_json_atomic(str(marker.parent / artifacts.record_name(*cell, info.get("archived"))), rec)
     marker.unlink()
     output = Path(step["output"])
     if output.exists():  # keep the executed notebook of the attempt the kernel died in

@@ -125,11 +125,20 @@ def session(model, names):
     return Session(model, names)
 
 
+#: how long a worker asked to end (its stdin closed) may take before it is killed
+CLOSE_SECONDS = 10
+
+
 def close():
+    """End the worker: its stdin closed, killed if it is not gone within :data:`CLOSE_SECONDS`."""
     proc = _STATE["proc"]
     if proc is not None and proc.poll() is None:
         proc.stdin.close()
-        proc.wait()
+        try:
+            proc.wait(timeout=CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
     if proc is not None:
         proc.stdout.close()
     if _STATE["tmp"]:

@@ -153,8 +153,14 @@ def _working_copy(req: RunRequest, home: KitHome) -> Path:
     return stores.open_store(req.store, home=home).working_copy(home).root
 
 
-def resume(run_id: str, **options) -> RunOutcome:
-    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports (``options``: as run_matrix's)."""
+def resume(run_id: str, *, limits: dict | None = None, **options) -> RunOutcome:
+    """Redo what did not finish in run ``run_id``: steps not ``ok``, then the reports (``options``: as run_matrix's;
+    ``limits``: replace the run's own).
+
+    Of ``run.json`` only what the user asked (its request) and which steps finished are read: the steps are
+    planned again, so their notebooks, kernels, outputs and parameters are this kit's and this run folder's
+    wherever the folder now is, never paths the file spells.
+    """
     how = Execution(**options)
     run = Run(how.runs_root or runs_dir(), run_id)
     if not run.exists():
@@ -163,10 +169,14 @@ def resume(run_id: str, **options) -> RunOutcome:
     try:
         _end_strays(how)  # the crash that interrupted this run may have left its kernels running
         manifest = run.read_manifest()
-        req = RunRequest(**manifest["request"])
+        req = _request_of(run, manifest)
+        if limits:
+            req.limits = limits
         validate(req, EnvManager(how.home), local_envs=False)
         runner = how.executor_for(req, run)
         _check_here(req, runner, how)
+        store = _working_copy(req, how.home)
+        _replan(manifest, req, plan(req, run, store), store, how.on_event)
         manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
         how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
@@ -177,6 +187,30 @@ def resume(run_id: str, **options) -> RunOutcome:
     finally:
         run.sweep_partial_writes()
         run.unlock()
+
+
+def _request_of(run: Run, manifest: dict) -> RunRequest:
+    """The request ``run.json`` recorded, as a :class:`RunRequest` (a usage error when it is not one)."""
+    asked = manifest.get("request") if isinstance(manifest, dict) else None
+    try:
+        return RunRequest(**asked)
+    except TypeError as e:
+        raise UsageError(f"run {run.id}'s run.json holds no request this kit can resume: {e}") from None
+
+
+def _replan(manifest: dict, req: RunRequest, steps: list[Step], store: Path, on_event) -> None:
+    """``manifest``'s steps made ``steps`` (planned again), each keeping the outcome it had if it finished."""
+    before = manifest.get("steps") if isinstance(manifest.get("steps"), dict) else {}
+    entries = {}
+    for s in steps:
+        old = before.get(s.id)
+        finished = isinstance(old, dict) and old.get("status") in FINISHED
+        outcome = {k: v for k, v in old.items() if k not in s.to_dict()} if finished else {}
+        entries[s.id] = dict(outcome, **s.to_dict(), status=old["status"] if finished else "pending")
+    dropped = sorted(set(before) - set(entries))
+    if dropped:
+        on_event(f"ignored in run.json: step(s) this run's request does not plan: {', '.join(map(str, dropped))}")
+    manifest.update(request=req.to_dict(), store=str(store), order=[s.id for s in steps], steps=entries)
 
 
 class _Progress:

@@ -16,7 +16,9 @@ from kit.execute.steps import Step
 from kit.home import KitHome
 
 
-def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = ()) -> Step:
+def release_step(
+    kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = (), limits: dict | None = None
+) -> Step:
     """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel."""
     return Step(
         id=f"{kind}:{release}",
@@ -28,6 +30,7 @@ def release_step(kind: str, release: str, run: Run, parameters: dict, depends_on
         parameters={"release": release, **parameters},
         depends_on=list(depends_on),
         progress=progress_path(run.dir, f"{kind}:{release}"),
+        limits=dict(limits or {}),
     )
 
 
@@ -68,7 +71,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     if req.epochs:
         train["epochs"] = req.epochs
     steps = [
-        release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"))
+        release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"), limits=req.limits)
         for release in ([] if req.reload_only else req.save)
     ]
     if req.reload_only:  # every model and API the store holds, unless the request names them
@@ -95,7 +98,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             runtime = KitHome().env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python"
             parameters.update(release=exporter, apis=[ONNX_API], onnx_runtime=str(runtime))
         trained = [f"train:{s}" for s in sources if not req.reload_only]
-        steps.append(release_step("reload", release, run, parameters, trained))
+        steps.append(release_step("reload", release, run, parameters, trained, req.limits))
     if not any(s.kind == "reload" for s in steps):
         raise UsageError(
             "nothing to check: every --load release is older than every --save release",
@@ -112,6 +115,7 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
             parameters={"run_dir": str(run.dir)},
             depends_on=[s.id for s in steps],
             progress=progress_path(run.dir, "summary"),
+            limits=dict(req.limits),
         )
     )
     return steps

@@ -24,6 +24,7 @@ from kit.common.capabilities import (
 )
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import sort_key
+from kit.envs.limits import Limits
 from kit.envs.manager import EnvManager
 from kit.results.records import load_allow_list
 
@@ -46,6 +47,7 @@ class RunRequest:
     versions: str = "current"  # "all": also reload every replaced weights version kept in the store
     cells: list[str] = field(default_factory=list)  # MODEL:API patterns (--cells); validate() makes them pairs
     epochs: int = 0  # training epochs of every model that trains; 0: each model's own
+    limits: dict = field(default_factory=dict)  # step_timeout, cell_timeout, kernel_memory (kit.envs.limits)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,6 +143,7 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
             raise UsageError(f"unknown API(s): {', '.join(unknown)}", hint="known: " + ", ".join(APIS))
         if req.cells:
             _narrow_to_cells(req)
+    req.limits = Limits.from_dict(req.limits).to_dict()  # a bad value: a usage error here, not in a step
     try:
         tolerance_mod.validate(req.tolerance)
     except tolerance_mod.ToleranceError as e:
