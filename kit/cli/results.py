@@ -21,7 +21,8 @@ def report_cmd(run_id, issue, as_json, webhook, runs_dir):
     """A finished run's outcome: summary.md, a bug report body (--issue), or JSON to a webhook.
 
     Exits 0 once it has printed or posted (the run's own exit code is in the JSON and in
-    run.json); 2 for a missing or unfinished run, 3 when the webhook refuses or is unreachable.
+    run.json); 2 for a missing or unfinished run, 3 when the webhook refuses, redirects (not
+    followed) or is unreachable. The webhook URL is shown only as scheme://host/... (it holds a token).
 
     \b
       mxcompat report 20261203-020000 --issue > body.md
@@ -39,7 +40,8 @@ def report_cmd(run_id, issue, as_json, webhook, runs_dir):
     if webhook:
         payload = issue_report.summary_payload(run)
         status = issue_report.post_webhook(webhook, payload)
-        click.echo(f"posted the summary of run {run_id} to {webhook} (HTTP {status})", err=issue or as_json)
+        shown = issue_report.redact(webhook)  # the URL holds the hook's token: never printed whole
+        click.echo(f"posted the summary of run {run_id} to {shown} (HTTP {status})", err=issue or as_json)
     if not (issue or as_json or webhook):
         issue_report.summary_payload(run)  # refuses a missing or unfinished run
         click.echo((run.dir / "summary.md").read_text(), nl=False)

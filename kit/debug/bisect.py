@@ -152,7 +152,7 @@ def bisect(
             "bound": bound,
             "bad_verdict_class": bad_class,
         }
-        (run.dir / "bisect.json").write_text(json.dumps(summary, indent=1))
+        artifacts.write_json_atomic(str(run.dir / "bisect.json"), summary)
         return result
     finally:
         run.unlock()

@@ -13,6 +13,7 @@ import pandas as pd
 
 from kit.common.capabilities import ONNX_API
 from kit.common.versions import sort_key
+from kit.results.markdown import md_text
 
 COLUMNS = [
     "model",
@@ -100,7 +101,7 @@ def table(records: list[dict]) -> pd.DataFrame:
 def _fmt(value) -> str:
     if value is None:
         return "-"
-    return f"{value:.2g}" if isinstance(value, float) else str(value).replace("|", "\\|")
+    return f"{value:.2g}" if isinstance(value, float) else md_text(value)
 
 
 def markdown(records: list[dict]) -> list[str]:

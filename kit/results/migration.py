@@ -15,6 +15,7 @@ import pandas as pd
 from kit.common.capabilities import APIS, has_feature
 from kit.common.versions import sort_key
 from kit.common.verdicts import SEVERITY
+from kit.results.markdown import md_text
 
 
 def is_2x(release: str) -> bool:
@@ -111,5 +112,6 @@ def markdown(records: list[dict]) -> list[str]:
     cols = list(df.columns)
     lines = ["| API | saved with | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     for (api, saved), row in df.iterrows():
-        lines.append(f"| {api} | {saved} | " + " | ".join(str(row[c]).replace("|", "\\|") for c in cols) + " |")
+        cells = [md_text(api), md_text(saved)] + [md_text(row[c]) for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines

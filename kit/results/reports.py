@@ -1,4 +1,5 @@
-"""A run's reports: the records as CSV, JUnit XML (one case per cell), Markdown, the summary as HTML."""
+"""A run's reports: the records as CSV, JUnit XML (one case per cell), Markdown, the summary as HTML, each written
+whole and renamed into place; text from records reaches Markdown only through ``md_text`` and ``md_code``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from kit.results import leaving, migration
 from kit.results import signatures
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.common.verdicts import SEVERITY
+from kit.results.markdown import md_code, md_fence, md_link, md_text
 from kit.results.records import is_failure
+from kit.results.runs import write_atomic, write_text_atomic
 from kit.results.signatures import Group
 
 from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS
@@ -98,18 +101,21 @@ def remedy_cell(rec: dict) -> str | None:
 
 
 def expired_lines(expired: list) -> list[str]:
-    """One line per (failing cell, lapsed allowance): the entry named, with its date and reason."""
+    """One Markdown line per (failing cell, lapsed allowance): the entry named, with its date and reason."""
     return [
-        f"- `{cell_id(r)}` ({r['verdict']}): allow-list entry `{a.pattern}` expired {a.expires} ({a.reason})"
+        f"- {md_code(cell_id(r))} ({md_text(r['verdict'])}): allow-list entry {md_code(a.pattern)} expired "
+        f"{a.expires} ({md_text(a.reason)})"
         for r, a in expired
     ]
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as f:
+    def write(f):
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+
+    write_atomic(path, write)
 
 
 def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dict) -> None:
@@ -150,7 +156,7 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
             case = ET.SubElement(suite, "testcase", classname="steps", name=step_id)
             node = ET.SubElement(case, "error", message=step_cause(step), type="step-failed")
             node.text = f"{step.get('error')}\nexecuted notebook: {step['output']}"
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    write_atomic(path, lambda f: ET.ElementTree(root).write(f, encoding="utf-8", xml_declaration=True), binary=True)
 
 
 def _fmt(x) -> str:
@@ -184,11 +190,6 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
-def _md(text) -> str:
-    """Text for a Markdown table cell."""
-    return str(text or "").replace("|", "\\|").replace("\n", " ")
-
-
 def starts(group: Group) -> str:
     """Where a group starts: the first release that saved it, or where a numeric error first jumps."""
     return signatures.jump_text(group) if group.first_jump else f"saved with {group.first_saved}"
@@ -213,8 +214,9 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
         if mine:
             lines += ["", f"{DIRECTION_TITLES[d]}:", ""]
             lines += [
-                f"- `{g.signature}`: {starts(g)}; {_plural(len(g.cells), 'cell')} "
-                f"({', '.join(g.models)}; {', '.join(g.apis)}) `{g.id}`; **{signatures.remedy_text(g)}**"
+                f"- {md_code(g.signature)}: {md_text(starts(g))}; {_plural(len(g.cells), 'cell')} "
+                f"({md_text(', '.join(g.models))}; {md_text(', '.join(g.apis))}) {md_code(g.id)}; "
+                f"**{md_text(signatures.remedy_text(g))}**"
                 for g in mine
             ]
     return lines
@@ -236,9 +238,11 @@ def groups_table(groups: list[Group]) -> list[str]:
     for g in groups:
         verdicts = ", ".join(f"{v} {n}" for v, n in g.verdicts.items())
         out.append(
-            f"| {g.direction} | `{_md(g.signature)}` | `{g.id}` | {_md(starts(g))} | {signatures.span(g.saved_with)} "
-            f"| {signatures.span(g.loaded_with)} | {', '.join(g.models)} | {', '.join(g.apis)} "
-            f"| {len(g.cells)} ({verdicts}) | {_md(signatures.remedy_text(g))} | {_md(g.example[:200])} |"
+            f"| {md_text(g.direction)} | {md_code(g.signature, table=True)} | {md_code(g.id, table=True)} "
+            f"| {md_text(starts(g))} | {md_text(signatures.span(g.saved_with))} "
+            f"| {md_text(signatures.span(g.loaded_with))} | {md_text(', '.join(g.models))} "
+            f"| {md_text(', '.join(g.apis))} | {len(g.cells)} ({md_text(verdicts)}) "
+            f"| {md_text(signatures.remedy_text(g))} | {md_text(g.example[:200])} |"
         )
     return out
 
@@ -249,16 +253,14 @@ def remedy_lines(groups: list[Group], level: str = "###") -> list[str]:
     for g in groups:
         fixes = (g.remedy or {}).get("by", [])
         if fixes:
-            out += [f"{level} `{g.id}` {g.direction}: {_md(g.signature)}", ""]
+            out += [f"{level} {md_code(g.id)} {md_text(g.direction)}: {md_text(g.signature)}", ""]
         for entry in fixes:
             verdicts = ", ".join(f"{v} {entry['verdicts'][v]}" for v in SEVERITY if v in entry["verdicts"])
             out += [
-                f"**{entry['name']}** ({entry.get('title')}): {verdicts} of {g.remedy['cells']} cells, "
-                f"max abs {_fmt(entry['max_abs'])} (e.g. `{entry['example_cell']}`).",
+                f"**{md_text(entry['name'])}** ({md_text(entry.get('title'))}): {verdicts} of {g.remedy['cells']} "
+                f"cells, max abs {md_text(_fmt(entry['max_abs']))} (e.g. {md_code(entry['example_cell'])}).",
                 "",
-                "```python",
-                (entry.get("user_code") or "").strip(),
-                "```",
+                *md_fence((entry.get("user_code") or "").strip(), "python"),
                 "",
             ]
     return out
@@ -274,17 +276,16 @@ def write_markdown(
     groups: list[Group] = (),
 ) -> None:
     req = manifest["request"]
-    lines = [f"# MXNet compatibility run `{manifest['run_id']}`", ""]
+    lines = [f"# MXNet compatibility run {md_code(manifest['run_id'])}", ""]
     lines += headline_lines(list(groups), exit_code, manifest.get("skipped") or [])
     lines += [
         "",
-        f"- saved with: {', '.join(req['save'])}",
-        f"- loaded with: {', '.join(req['load'])}",
-        f"- models: {', '.join(req['models']) or 'all'}; APIs: {', '.join(req['apis']) or 'all'}",
+        f"- saved with: {md_text(', '.join(req['save']))}",
+        f"- loaded with: {md_text(', '.join(req['load']))}",
+        f"- models: {md_text(', '.join(req['models']) or 'all')}; APIs: {md_text(', '.join(req['apis']) or 'all')}",
     ]
     if manifest.get("skipped"):
-        lines += ["", "## Asked for, not checked", ""]
-        lines += [f"- `--{e['kind']} {e['name']}`: {e['reason']}" for e in manifest["skipped"]]
+        lines += ["", "## Asked for, not checked", ""] + skipped_markdown(manifest["skipped"])
     if groups:
         lines += ["", "## Incompatibilities, grouped by signature", ""] + groups_table(list(groups))
         fixes = remedy_lines(list(groups))
@@ -302,7 +303,7 @@ def write_markdown(
         "|---|---|---|",
     ]
     counts = verdict_counts(rows)
-    lines += [f"| {d} | {v} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
+    lines += [f"| {md_text(d)} | {md_text(v)} | {n} |" for d in sorted(counts) for v, n in sorted(counts[d].items())]
     failing = [r for r in rows if not r["allowed"] and cell_id(r) in {cell_id(x) for x in split["failures"]}]
     lines += ["", "## Cells that fail the run", ""]
     lines += _cell_table(failing) if failing else ["None."]
@@ -317,7 +318,10 @@ def write_markdown(
             "| cell | verdict | reason | expires |",
             "|---|---|---|---|",
         ]
-        lines += [f"| {cell_id(r)} | {r['verdict']} | {a.reason} | {a.expires} |" for r, a in split["allowed"]]
+        lines += [
+            f"| {md_text(cell_id(r))} | {md_text(r['verdict'])} | {md_text(a.reason)} | {a.expires} |"
+            for r, a in split["allowed"]
+        ]
     e2e_split = [r for r in records if r.get("network_only")]
     if e2e_split:
         lines += [
@@ -328,8 +332,8 @@ def write_markdown(
             "|---|---|---|---|",
         ]
         lines += [
-            f"| {cell_id(r)} | {r['verdict']} | {r['network_only']['verdict']} "
-            f"| {(r['network_only'].get('transforms') or {}).get('verdict', '-')} |"
+            f"| {md_text(cell_id(r))} | {md_text(r['verdict'])} | {md_text(r['network_only']['verdict'])} "
+            f"| {md_text((r['network_only'].get('transforms') or {}).get('verdict', '-'))} |"
             for r in e2e_split
         ]
     leaving_mxnet = leaving.markdown(list(records))
@@ -359,11 +363,16 @@ def write_markdown(
             notebook = _in_run(path.parent, manifest["steps"][i]["output"])
             log = f"logs/{i.replace(':', '-')}.log"
             lines.append(
-                f"- `{i}`: {step_cause(manifest['steps'][i])} (executed notebook: [{notebook}]({notebook}), "
-                f"log: [{log}]({log}))"
+                f"- {md_code(i)}: {md_text(step_cause(manifest['steps'][i]))} (executed notebook: "
+                f"{md_link(notebook)}, log: {md_link(log)})"
             )
-    lines += ["", f"Reproduce: `{reproduce_command(req)}`", ""]
-    path.write_text("\n".join(lines))
+    lines += ["", f"Reproduce: {md_code(reproduce_command(req))}", ""]
+    write_text_atomic(path, "\n".join(lines))
+
+
+def skipped_markdown(skipped: list[dict]) -> list[str]:
+    """One Markdown line per asked-for thing a run did not check."""
+    return [f"- {md_code('--%s %s' % (e['kind'], e['name']))}: {md_text(e['reason'])}" for e in skipped]
 
 
 def _in_run(run_dir: Path, path: str) -> str:
@@ -380,10 +389,10 @@ def _cell_table(rows: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        notebook = notebook_in_run(r)
         out.append(
-            f"| {r['model']} | {r['api']} | {r['saved_with']} | {r['loaded_with']} | {r['verdict']} | "
-            f"`{r['signature_id']}` | {_fmt(r['max_abs'])} | {_md(r['reason'])[:160]} | [{notebook}]({notebook}) |"
+            f"| {md_text(r['model'])} | {md_text(r['api'])} | {md_text(r['saved_with'])} | {md_text(r['loaded_with'])} "
+            f"| {md_text(r['verdict'])} | {md_code(r['signature_id'], table=True)} | {md_text(_fmt(r['max_abs']))} "
+            f"| {md_text(str(r['reason'] or '')[:160])} | {md_link(notebook_in_run(r))} |"
         )
     return out
 
@@ -395,7 +404,7 @@ def write_html(notebook: Path, html: Path) -> None:
 
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
-    html.write_text(body)
+    write_text_atomic(html, body)
 
 
 def groups_of(records: list[dict], split: dict) -> list[Group]:

@@ -27,6 +27,7 @@ from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
 from kit.common.verdicts import SEVERITY  # noqa: E402
+from kit.results.markdown import md_code, md_text  # noqa: E402
 from kit.results.records import classify, load_allow_list, load_records, worst  # noqa: E402
 from kit.results.runs import runs_dir  # noqa: E402
 
@@ -117,10 +118,11 @@ def headline(data: RunData):
 
     code = reports.exit_code(data.manifest, data.split)
     req = data.manifest["request"]
-    lines = [f"# Run `{data.manifest['run_id']}`", ""] + reports.headline_lines(
+    lines = [f"# Run {md_code(data.manifest['run_id'])}", ""] + reports.headline_lines(
         data.groups, code, data.manifest.get("skipped") or []
     )
-    lines += ["", f"Saved with {', '.join(req['save'])}; loaded with {', '.join(req['load'])}."]
+    saved, loaded = md_text(", ".join(req["save"])), md_text(", ".join(req["load"]))
+    lines += ["", f"Saved with {saved}; loaded with {loaded}."]
     return Markdown("\n".join(lines))
 
 
@@ -156,8 +158,8 @@ def remedies(data: RunData):
 
 
 def left(df: pd.DataFrame):
-    """``df`` for reading: left-aligned text, no index column."""
-    styled = df.style.hide(axis="index").format(escape="html")
+    """``df`` for reading: left-aligned text, no index column; its text and headings escaped for HTML."""
+    styled = df.style.hide(axis="index").format(escape="html").format_index(escape="html", axis=1)
     return styled.set_properties(**{"text-align": "left", "vertical-align": "top"})
 
 
@@ -172,8 +174,9 @@ def _cell_html(value, link: bool) -> str:
 
 def linked_html(df: pd.DataFrame, links: tuple = ("notebook",)) -> str:
     """``df`` as an HTML table whose ``links`` columns are links (relative to the run folder, where
-    summary.ipynb and summary.html live)."""
+    summary.ipynb and summary.html live). Cells and headings are escaped here, as to_html is told not to."""
     shown = pd.DataFrame({c: [_cell_html(v, c in links) for v in df[c]] for c in df.columns}, columns=df.columns)
+    shown.columns = [html.escape(str(c)) for c in df.columns]
     return shown.to_html(escape=False, index=False)
 
 
