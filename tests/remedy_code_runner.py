@@ -4,7 +4,8 @@ result is from the saving release's reference: ``python remedy_code_runner.py AR
 The snippet runs in a copy of the artifact's folder (its file names are relative) with ``x`` (the
 held-out reference input) and ``net`` (the model's code in this release, initialized and called once)
 defined, as its comments ask. It ends with ``out`` (graph snippets) or leaves ``net`` loaded.
-Prints one JSON line: ``{"max_abs": ...}``.
+Prints one JSON line: ``{"max_abs": ..., "scale": ...}`` (``scale``: the reference's largest magnitude, what
+``max_abs`` is to be judged against: a trained model's outputs have no fixed size).
 """
 
 import json
@@ -46,7 +47,8 @@ def main():
         mxapi.prepare_kernel()  # the snippet may have switched semantics off
         got = scope["net"](mxapi.array(x))
     got = got.asnumpy() if hasattr(got, "asnumpy") else np.asarray(got)
-    print(json.dumps({"max_abs": float(np.abs(got - case["output"][0]).max())}))
+    expected = case["output"][0]
+    print(json.dumps({"max_abs": float(np.abs(got - expected).max()), "scale": float(np.abs(expected).max())}))
 
 
 if __name__ == "__main__":

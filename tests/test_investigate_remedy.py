@@ -9,6 +9,7 @@ import shutil
 import nbformat
 import pytest
 
+import scales
 from conftest import matrix_run, read_records, rehash, require_python, run_cli
 
 pytestmark = pytest.mark.envs
@@ -56,6 +57,13 @@ def _outputs(path):
     return nb, text, html, figures
 
 
+def _moved_per_node(result):
+    """``{node output: max_abs / max|saved value|}`` of an investigation's rows: how far each node moved, as a
+    fraction of what the saving release computed there (its internals file, the investigation's reference)."""
+    size = scales.internals_scales(result["reference"])
+    return {r["output"]: scales.relative(r["max_abs"], size[r["output"]]) for r in result["rows"]}
+
+
 def test_the_run_records_both_failures_with_the_remedy_that_fixes_each(remedy_run):
     lstm = remedy_run["records"][(SAVED, "lstm", "export", GLUON2)]
     lenet = remedy_run["records"][(SAVED, "lenet", "export", FORWARD)]
@@ -100,8 +108,11 @@ def test_a_shape_error_names_its_node_and_its_inputs_and_compares_under_legacy_s
     assert len(rows) == 15 and result["node_matching"] == "by name" and result["first_divergence"] is None
     assert all(r["ok"] and r["shape_match"] for r in rows)
     rnn = next(r for r in rows if r["node"] == "lstm_lstm0_rnn0")
-    assert rnn["op"] == "RNN" and rnn["shape"] == [16, 2, 24] and rnn["max_abs"] < 1e-5
-    assert max(r["max_abs"] for r in rows) < 1e-5
+    assert rnn["op"] == "RNN" and rnn["shape"] == [16, 2, 24]
+    # every node, the RNN's included, as the saving release computed it to float noise: 1e-5 of that node's own
+    # largest value (trained activations have no fixed size; a node that is all zeros must stay exactly zero)
+    moved = _moved_per_node(result)
+    assert moved[rnn["output"]] <= 1e-5 and max(moved.values()) <= 1e-5, moved
     assert result["parameters"] and all(p["status"] == "same" for p in result["parameters"])
 
     nb, text, html, figures = _outputs(notebook)
@@ -148,7 +159,8 @@ def test_an_unknown_argument_names_the_nodes_that_carry_it_and_compares_under_th
     ]
     # the layers are compared for real: 1.4.1's convolutions differ from 1.9.1's in the last bits, within tolerance
     assert all(r["ok"] for r in rows) and result["first_divergence"] is None
-    assert all(r["max_abs"] < 1e-3 for r in rows) and any(r["max_abs"] > 0 for r in rows)
+    moved = _moved_per_node(result)  # last bits: 1e-4 of each node's own largest value at most
+    assert max(moved.values()) <= 1e-4 and any(r["max_abs"] > 0 for r in rows), moved
     assert all(p["status"] == "same" for p in result["parameters"])
 
     _, text, html, figures = _outputs(notebook)

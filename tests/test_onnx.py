@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+import scales
 from conftest import read_records, run_cli
 
 pytestmark = pytest.mark.envs
@@ -21,6 +22,7 @@ SAVED = ("1.4.1", "1.9.1")
 RUNS = ("lenet", "resnet_bn", "mlp")  # export and run as they are
 
 #: run by the runtime environment's Python: the .onnx file on reference.npz's "batch" case, the max abs error
+#: and the scale it is measured against (the reference's largest magnitude: trained outputs have no fixed size)
 ORT_CHECK = """
 import json, sys
 import numpy as np
@@ -30,7 +32,12 @@ session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 declared = session.get_inputs()[0]
 x = reference["batch.input." + sys.argv[3]].astype(np.float32)
 got = session.run(None, {declared.name: x})[0]
-print(json.dumps({"max_abs": float(np.abs(got - reference["batch.output.0"]).max()), "shape": list(got.shape)}))
+expected = reference["batch.output.0"]
+print(json.dumps({
+    "max_abs": float(np.abs(got - expected).max()),
+    "scale": float(np.abs(expected).max()),
+    "shape": list(got.shape),
+}))
 """
 
 CHECKPOINT = """
@@ -105,8 +112,12 @@ def test_every_core_model_gets_an_onnx_verdict(onnx_run):
     for (saved, model), rec in records.items():
         assert rec["api"] == "onnx" and rec["direction"] == "onnx" and rec["loaded_with"] == "1.9.1"
         if model in RUNS:
-            assert rec["verdict"] in ("identical", "close"), rec["reason"]
-            assert rec["source_api"] == "export" and rec["summary"]["max_abs"] < 0.01
+            assert rec["verdict"] in ("identical", "close"), rec["reason"]  # the kit's tolerance, element by element
+            # and every case's outputs within 0.1% of their own size: ONNX Runtime's kernels round otherwise than
+            # MXNet's, an output 1% off or another model's is not (trained outputs, and the large case's, have no
+            # fixed size: an absolute bound fails wherever training lands on larger logits)
+            moved = scales.relative_errors(rec)
+            assert rec["source_api"] == "export" and max(moved.values()) <= 1e-3, (saved, model, moved)
             info = rec["onnx"]
             assert (info["exporter"], info["onnx"], info["opset"]) == ("mx.onnx.export_model", "1.14.1", 19)
             assert info["onnxruntime"]["onnxruntime"] == "1.32.0"
@@ -114,7 +125,9 @@ def test_every_core_model_gets_an_onnx_verdict(onnx_run):
             assert rec["verdict"] == "load-error"
             assert "Unrecognized attribute: axes for operator ReduceMean" in rec["error"]
             assert rec["remedy"]["name"] == "onnx_opset_13" and rec["remedy"]["verdict"] == "close"
-            assert rec["remedy"]["summary"]["max_abs"] < 1e-5
+            # a remedy records its summary only (the worst over every case): against the largest reference output
+            worst, size = rec["remedy"]["summary"]["max_abs"], scales.reference_scale(scales.reference(rec))
+            assert scales.relative(worst, size) <= 1e-4, (saved, model, worst, size)
         elif model == "symbolic":
             assert rec["source_api"] == "module_checkpoint" and rec["verdict"] == "load-error"
             assert "convert_softmax_output" in rec["error"]
@@ -132,7 +145,9 @@ def test_the_onnx_files_run_outside_the_kit(onnx_run, kit_home):
             rec = onnx_run["records"][(saved, model)]
             reference = onnx_run["store"] / saved / model / "export" / "reference.npz"
             found = ort_max_abs(kit_home, rec["onnx"]["file"], reference)
-            assert found["max_abs"] <= rec["summary"]["max_abs"] + 1e-6, (saved, model, found)
+            # as far from the reference as the kit measured on the same case, up to 1e-6 of the outputs' size
+            measured = rec["cases"]["batch"][0]["max_abs"]
+            assert found["max_abs"] <= measured + 1e-6 * found["scale"], (saved, model, found, measured)
 
 
 def test_the_opset_remedy_as_a_reader_copies_it(onnx_run, kit_home, tmp_path):
@@ -148,7 +163,7 @@ def test_the_opset_remedy_as_a_reader_copies_it(onnx_run, kit_home, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = ort_max_abs(kit_home, tmp_path / "model.onnx", artifact / "reference.npz")
-    assert found["max_abs"] < 1e-5 and found["shape"][0] == 8
+    assert scales.relative(found["max_abs"], found["scale"]) <= 1e-4 and found["shape"][0] == 8, found
 
 
 def test_the_summary_and_reports_say_how_each_model_leaves(onnx_run, kit_home):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 
 import nbformat
@@ -11,6 +12,7 @@ import numpy as np
 import papermill
 import pytest
 
+import scales
 from conftest import NEWEST, OLDEST
 from kit.home import KitHome
 from kit.common import artifacts
@@ -86,8 +88,12 @@ def test_saved_artifacts_verify_and_carry_their_identity(trained_store, release)
             assert fp["python"].startswith("3.6." if release == OLDEST else "3.11.")
             assert fp["cpu"]["model"] and isinstance(fp["env"], dict)
             t = m["training"]
-            assert t["epochs"] >= 4 and t["final_loss"] < 1.0
-            assert t["heldout_accuracy"] >= t["chance_accuracy"] + 0.4, (model, t)
+            # trained, wherever training lands: the loss below a uniform guess's cross-entropy, ln(classes), and
+            # held-out accuracy above chance by more than 4 standard deviations of a guesser's accuracy on as
+            # many samples (an untrained or broken model fails both; no fixed level that a good run might miss)
+            chance = t["chance_accuracy"]
+            assert t["epochs"] >= 4 and t["final_loss"] < math.log(1 / chance), (model, t)
+            assert t["heldout_accuracy"] > chance + 4 * math.sqrt(chance * (1 - chance) / t["n_heldout"]), (model, t)
         assert len(versions) <= 1, f"{model} was trained once, so every API saved the same weights"
 
 
@@ -112,7 +118,16 @@ def test_references_have_the_right_shapes_and_match_memory(trained_store, releas
             roundtrip = m["reference"]["roundtrip_max_abs_error"]
             # the loaded artifact equals the in-memory model, except where 1.7+ fuse ops on the Module path
             if api == "module_checkpoint" and release == NEWEST:
-                assert roundtrip < 1e-2
+                # fused ops round otherwise: each case's outputs within 1e-4 of their own size (the large case's
+                # are 1000 times the batch's, and trained outputs have no fixed size anyway)
+                errors = {
+                    f"{case}/{i}": (float(np.abs(loaded.astype(np.float64) - memory).max()), scales.scale(memory))
+                    for case, entry in ref.items()
+                    for i, (loaded, memory) in enumerate(zip(entry["output"], entry["memory"]))
+                }
+                assert roundtrip == max(err for err, _ in errors.values()), (model, api, roundtrip, errors)
+                moved = {k: scales.relative(err, size) for k, (err, size) in errors.items()}
+                assert max(moved.values()) <= 1e-4, (model, api, roundtrip, moved)
             else:
                 assert roundtrip == 0.0, (model, api, roundtrip)
 
