@@ -173,3 +173,21 @@ def test_a_run_without_failures_has_no_failure_elements(tmp_path, records):
     path, root = junit(tmp_path, records=records)
     assert "<failure" not in path.read_text()
     assert [s.get("failures") for s in root.findall("testsuite")] == (["0"] if records else [])
+
+
+def test_control_characters_in_a_record_still_give_valid_xml(tmp_path):
+    """An error that quotes a name with a control character in it (a symbol file someone else wrote) must not
+    make junit.xml unreadable for the CI that parses it."""
+    from xml.etree import ElementTree as ET
+
+    rec = {
+        "saved_with": "1.4.1", "model": "det", "api": "checkpoint", "loaded_with": "1.9.1", "direction": "backward",
+        "verdict": "load-error", "reason": "Cannot find op 'bad\x00op\x1b[31m'", "error": "bad\x07op", "summary": None,
+        "cases": {}, "load_seconds": 0.1,
+    }  # fmt: skip
+    manifest = {"run_id": "r", "order": [], "steps": {}}
+    rows = flat_rows(tmp_path, [rec], set())
+    write_junit(tmp_path / "junit.xml", rows, [rec], manifest)
+    root = ET.parse(tmp_path / "junit.xml").getroot()  # parses: no character XML 1.0 forbids
+    failure = root.find(".//failure")
+    assert "Cannot find op 'bad\ufffdop\ufffd[31m'" in failure.get("message")

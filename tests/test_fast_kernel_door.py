@@ -153,3 +153,56 @@ def test_kernels_the_kit_starts_are_scrubbed_and_limited(tmp_path, monkeypatch):
     assert (secret, int(limit), allocated) == ("None", 2 << 30, "MemoryError")
     assert len(pids) == 1 and pids[0] > 0
     assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY  # the host itself is not limited
+
+
+def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatch):
+    """A run's cells ask for many .onnx files: the worker holds the newest MAX_SESSIONS sessions, not one per
+    file (each holds its model's weights). onnxruntime itself is not needed to count them."""
+    import types
+    from collections import OrderedDict
+
+    import numpy as np
+
+    from kit.kernel import onnx_worker
+
+    opened = []
+
+    class Session:
+        def __init__(self, model, providers):
+            opened.append(model)
+
+        def get_inputs(self):
+            return [types.SimpleNamespace(name="data", type="tensor(float)")]
+
+        def run(self, names, feed):
+            return [feed["data"] * 2]
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", types.SimpleNamespace(InferenceSession=Session))
+    np.savez(tmp_path / "in.npz", data=np.ones((1, 2), dtype=np.float32))
+    sessions = OrderedDict()
+    models = [f"m{i}.onnx" for i in range(7)] + ["m6.onnx", "m2.onnx"]
+    for i, model in enumerate(models):
+        request = {"model": model, "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / f"out{i}.npz")}
+        assert onnx_worker._run(sessions, request) == {"ok": True}
+        assert len(sessions) <= onnx_worker.MAX_SESSIONS
+    assert list(sessions) == ["m4.onnx", "m5.onnx", "m6.onnx", "m2.onnx"]  # the newest, most recent last
+    assert opened.count("m6.onnx") == 1 and opened.count("m2.onnx") == 2  # kept: reused; dropped: opened again
+
+
+def test_closing_the_onnx_worker_never_waits_forever(monkeypatch):
+    """A worker that ignores the end of its input is killed after CLOSE_SECONDS."""
+    import subprocess
+
+    from kit.kernel import onnx_runtime
+
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+    )
+    monkeypatch.setitem(onnx_runtime._STATE, "proc", stubborn)
+    monkeypatch.setattr(onnx_runtime, "CLOSE_SECONDS", 1)
+    started = time.monotonic()
+    onnx_runtime.close()
+    assert time.monotonic() - started < 10 and stubborn.poll() is not None

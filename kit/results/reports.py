@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -156,7 +157,14 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
             case = ET.SubElement(suite, "testcase", classname="steps", name=step_id)
             node = ET.SubElement(case, "error", message=step_cause(step), type="step-failed")
             node.text = f"{step.get('error')}\nexecuted notebook: {step['output']}"
+    for node in root.iter():  # a record's text may hold what XML 1.0 cannot (a control character in an error)
+        node.text = _XML_INVALID.sub("\ufffd", node.text) if node.text else node.text
+        for key, value in node.attrib.items():
+            node.set(key, _XML_INVALID.sub("\ufffd", value))
     write_atomic(path, lambda f: ET.ElementTree(root).write(f, encoding="utf-8", xml_declaration=True), binary=True)
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _fmt(x) -> str:
