@@ -56,7 +56,11 @@ def store_ls(location, versions, endpoint_url):
     A replaced version is named by its identity (model version and param version, a hash of its
     weights) and reloaded by `mxcompat run --versions all`."""
     st = stores.open_store(location, endpoint_url=endpoint_url)
-    checks = stores.read_checks(st)
+    try:
+        checks = stores.read_checks(st)
+    except stores.StoreError as e:  # the artifacts are listed all the same, without their last checks
+        click.secho(f"warning: {e.message}", fg="yellow", err=True)
+        checks = {}
     rows = []
     for ref in st.refs():
         if ref.version is not None and not versions:

@@ -304,15 +304,12 @@ def _source_files(source: str, home: KitHome, endpoint_url: str | None, tmp: Pat
     if "://" in source:
         opened = stores.open_store(source, home=home, endpoint_url=endpoint_url)
         if opened.remote:
-            keys = opened.list_blobs("")
+            keys = list(opened.iter_blobs(""))
 
             def fetch(rel: str) -> str:
                 if not is_safe_relative(rel):  # the layout skips such keys; never a path out of tmp
                     raise UsageError(f"refusing the bucket key {rel!r}: not a plain relative path")
-                target = tmp / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(opened.read_blob(rel))
-                return str(target)
+                return str(opened.download_blob(rel, tmp))  # streamed, under the store's size cap
 
             return opened.url.rstrip("/"), keys, fetch
         source = str(opened.root)

@@ -305,7 +305,9 @@ def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
     from kit import store as stores
 
     try:
-        stores.record_checks(stores.open_store(req.store, home=how.home), load_records(run.dir), run.id)
+        stores.record_checks(
+            stores.open_store(req.store, home=how.home), load_records(run.dir), run.id, on_event=how.on_event
+        )
     except KitError as e:  # the verdicts are in the run folder; only the store's log missed them
         how.on_event(f"warning: the store's check log was not updated: {e}")
 

@@ -18,34 +18,77 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from kit.common.errors import KitError, StoreError, UsageError
+from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.store.layout import CHECKS, Ref
+from kit.store.layout import CHECKS, MAX_JSON_VAR, CorruptBlob, Ref, byte_cap, loads_json, too_big
 from kit.store.local import LocalStore
 
 
-def read_checks(store) -> dict:
-    """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log."""
+def _read_or_none(store, rel: str) -> bytes | None:
+    """The JSON blob ``rel`` of ``store`` (under the JSON cap), None when there is none; StoreError when it
+    exists but cannot be read."""
+    reader = getattr(store, "read_blob_or_none", None)
+    if reader is not None:
+        return reader(rel, json_blob=True)
+    if not isinstance(store, LocalStore):
+        return store.read_blob(rel)  # a store kind that cannot tell "missing" from "unreadable": unreadable
     try:
-        return json.loads(store.read_blob(CHECKS))
-    except (KitError, OSError, ValueError):
-        return {}
+        with open(store.root / rel, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > byte_cap(MAX_JSON_VAR):
+                raise too_big(f"{store.url}/{rel}", size, MAX_JSON_VAR)
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise StoreError(f"cannot read {store.url}/{rel}: {e}") from None
 
 
-def record_checks(store, records: list[dict], run_id: str) -> int:
+def _parse_checks(data: bytes, where: str) -> dict:
+    checks = loads_json(data, where)
+    if not isinstance(checks, dict) or not all(isinstance(v, dict) for v in checks.values()):
+        raise CorruptBlob(f"{where} is corrupt: not a check log")
+    return checks
+
+
+def read_checks(store) -> dict:
+    """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log; {}
+    when there is none yet. StoreError when it cannot be read, :class:`CorruptBlob` when it is no check log."""
+    data = _read_or_none(store, CHECKS)
+    return {} if data is None else _parse_checks(data, f"{store.url}/{CHECKS}")
+
+
+def record_checks(store, records: list[dict], run_id: str, on_event: Callable[[str], None] | None = None) -> int:
     """Add a run's verdicts to the store's check log (the newest check per artifact version and release),
-    under the log's lock: concurrent runs each add theirs."""
-    with store.exclusive(CHECKS, run_id):
-        checks = read_checks(store)
+    under the log's lock: concurrent runs each add theirs. A log that cannot be read is left as it is
+    (StoreError); a corrupt one is kept aside as ``checks.json.corrupt-<UTC time>`` and a new log started, which
+    ``on_event`` (else a warning) is told."""
+    with store.exclusive(CHECKS, run_id) as held:
+        data = _read_or_none(store, CHECKS)
+        try:
+            checks = {} if data is None else _parse_checks(data, f"{store.url}/{CHECKS}")
+        except CorruptBlob as e:
+            aside = f"{CHECKS}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            store.write_blob(aside, data)
+            said = f"{e.message}: kept it as {store.url}/{aside} and started a new check log"
+            if on_event is None:
+                warnings.warn(said, RuntimeWarning, stacklevel=2)
+            else:
+                on_event(f"warning: {said}")
+            checks = {}
         for rec in records:
             ref = Ref(rec["saved_with"], rec["model"], rec["api"], rec.get("archived"))
             entry = {"checked_at": rec.get("checked_at"), "verdict": rec["verdict"], "run": run_id}
             checks.setdefault(ref.rel, {})[rec["loaded_with"]] = entry
+        if hasattr(held, "check"):
+            held.check()  # an S3 lease: still ours, or LeaseLost and nothing is written
         store.write_blob(CHECKS, json.dumps(checks, indent=1, sort_keys=True).encode())
     return len(records)
 
@@ -148,7 +191,8 @@ def push(
 ) -> dict:
     """Upload artifacts of ``src`` that ``dest`` (an S3 store) lacks or holds differently, each under its
     lease; then its index. Verified first. ``{"uploaded", "unchanged", "superseded"}``: superseded ones
-    stayed as the bucket holds them, because its copy is newer (``src``'s is kept under ``.versions/``)."""
+    stayed as the bucket holds them, because its copy is newer (``src``'s is kept under ``.versions/``). What
+    uploads that died midway left in ``dest`` is swept first (``dest.sweep``)."""
     refs = _select(src.refs(), releases, models, apis, versions)
     for ref in refs:
         bad = src.problems(ref)
@@ -157,6 +201,9 @@ def push(
                 f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
                 hint="run `mxcompat store verify` and retrain or remove it",
             )
+    sweep = getattr(dest, "sweep", None)
+    if sweep is not None:
+        sweep(run_id=run_id, on_event=on_event)
     there = set(dest.refs())
     counts = {"uploaded": 0, "unchanged": 0, "superseded": 0}
     for ref in refs:
@@ -224,8 +271,6 @@ def load(
     ``mxnet_version`` is the old name of ``release``, accepted with a DeprecationWarning.
     """
     if mxnet_version is not None:
-        import warnings
-
         warnings.warn("kit.store.load(mxnet_version=...) is now release=...", DeprecationWarning, stacklevel=2)
         release = release or mxnet_version
     if release is None:

@@ -6,20 +6,95 @@ Layout, relative to the store root::
     .versions/<release>/<model>/<api>/<mv>-<pv>/ replaced versions, still loadable by version
     index.json                                   every artifact version: identity and file hashes
     .runs/<run-id>/<attempt>/                    what a step run on another machine produced (dask executor)
+    .uploads/<release>/<model>/<api>/<id>/       an S3 upload's staging keys, swept when its writer died
+    .leases/                                     S3 writers' leases (kit.store.lease)
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from dataclasses import dataclass
-from typing import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Iterable
 
 from kit.common.names import SAFE_NAME
-from kit.common.errors import StoreError
+from kit.common.errors import StoreError, UsageError
 from kit.common import artifacts
 
 INDEX = "index.json"
 CHECKS = "checks.json"  # when each artifact version was last checked, by which release, with which verdict
 RUNS_PREFIX = ".runs"  # outputs of steps that ran on other machines (the dask executor), per run and attempt
+
+#: the most bytes one object of a store may have to be read (an artifact's file, a step's output) ...
+MAX_OBJECT_VAR, MAX_OBJECT_BYTES = "MXCOMPAT_STORE_MAX_OBJECT_BYTES", 4 << 30
+#: ... and a JSON blob (a manifest, index.json, the check log, a lease), parsed whole in memory
+MAX_JSON_VAR, MAX_JSON_BYTES = "MXCOMPAT_STORE_MAX_JSON_BYTES", 16 << 20
+
+
+class CorruptBlob(StoreError):
+    """An object of the store is not what the kit wrote there: not JSON, nested too deep, not a manifest, or
+    over its size cap."""
+
+
+def byte_cap(var: str) -> int:
+    """The size cap ``var`` names (:data:`MAX_OBJECT_VAR` or :data:`MAX_JSON_VAR`): from the environment, else
+    its default."""
+    default = MAX_OBJECT_BYTES if var == MAX_OBJECT_VAR else MAX_JSON_BYTES
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return default
+    try:
+        cap = int(text)
+    except ValueError:
+        cap = 0
+    if cap <= 0:
+        raise UsageError(f"{var}={text!r} is not a positive number of bytes", hint=f"unset it (default {default})")
+    return cap
+
+
+def too_big(where: str, size: int | str, var: str) -> CorruptBlob:
+    return CorruptBlob(
+        f"refusing {where}: {size} bytes, over the cap of {byte_cap(var)} bytes",
+        hint=f"set {var} to a larger number of bytes if it is meant to be this big",
+    )
+
+
+def loads_json(data: bytes, where: str):
+    """``data`` parsed as JSON; :class:`CorruptBlob` naming ``where`` when it is not JSON or nested too deep."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise CorruptBlob(f"{where} is corrupt: JSON nested too deep to read") from None
+    except ValueError as e:  # UnicodeDecodeError included
+        raise CorruptBlob(f"{where} is corrupt: not JSON ({str(e)[:200]})") from None
+
+
+def check_manifest(manifest, where: str) -> dict:
+    """``manifest`` when it looks like an artifact's manifest (an object whose ``files`` map names to hashes)."""
+    files = manifest.get("files", {}) if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise CorruptBlob(f"{where} is corrupt: not an artifact manifest")
+    return manifest
+
+
+def is_safe_key(rel: str) -> bool:
+    """Whether the store-relative key ``rel`` can name a file inside a folder: relative, no empty, '.' or '..'
+    part, no backslash or NUL (the kit writes no other)."""
+    parts = rel.split("/")
+    return bool(rel) and all(p not in ("", ".", "..") and "\\" not in p and "\0" not in p for p in parts)
+
+
+def local_path(root: str | os.PathLike, rel: str) -> Path:
+    """Where the store-relative key ``rel`` goes under the folder ``root``; :class:`StoreError` for a key that
+    could land anywhere else ('a/../../etc/x', '/x', or a path through a link that leaves ``root``)."""
+    base = Path(root).resolve()
+    path = base.joinpath(*rel.split("/")) if is_safe_key(rel) else None
+    if path is None or base not in path.resolve().parents:
+        raise StoreError(f"refusing the key {rel!r}: it names no path inside {base} (path traversal)")
+    return path
 
 
 @dataclass(frozen=True)
@@ -82,3 +157,94 @@ def build_index(store) -> dict:
             }
         )
     return {"schema": 1, "artifacts": entries}
+
+
+# -- what writers that died midway left ------------------------------------------------------------------------
+
+#: where an upload stages its files: ``.uploads/<release>/<model>/<api>/<id>/``, under the artifact's lease
+UPLOADS = ".uploads"
+#: staging keys of the old layout (``.uploads/<id>/``, no artifact named) are swept once they are this old
+LEGACY_STAGING_AGE = 24 * 3600
+
+
+def staging_prefix(ref: Ref) -> str:
+    return f"{UPLOADS}/{ref.release}/{ref.model}/{ref.api}"
+
+
+def artifact_folder(rel: str) -> tuple[tuple[str, str, str], str, str] | None:
+    """``((release, model, api), folder, name)`` for a file of an artifact folder (current or kept version)."""
+    parts = rel.split("/")
+    if len(parts) == 4 and not parts[0].startswith("."):
+        group = tuple(parts[:3])
+    elif len(parts) == 6 and parts[0] == artifacts.VERSIONS and SAFE_NAME.match(parts[4]):
+        group = tuple(parts[1:4])
+    else:
+        return None
+    return (group, rel.rsplit("/", 1)[0], parts[-1]) if all(SAFE_NAME.match(p) for p in group) else None
+
+
+def sweep(store, run_id: str | None = None, on_event: Callable[[str], None] = lambda m: None) -> list[str]:
+    """Remove what uploads to ``store`` (an S3 store) that died midway left, and nothing else: staging keys and
+    files of artifact folders that have no manifest or that their manifest does not list, each artifact's under
+    its lease (one being written now is left for later); staging keys of the old layout once a day old. The
+    keys removed."""
+    from kit.store.lease import LeaseBusy, S3Lease
+
+    groups, folders, legacy = set(), {}, []
+    old = time.time() - LEGACY_STAGING_AGE
+    for rel, obj in store.objects(""):
+        parts, where = rel.split("/"), artifact_folder(rel)
+        if parts[0] == UPLOADS and len(parts) >= 6 and all(SAFE_NAME.match(p) for p in parts[1:4]):
+            groups.add(tuple(parts[1:4]))
+        elif parts[0] == UPLOADS and len(parts) == 3:
+            when = obj.get("LastModified")
+            if isinstance(when, datetime) and when.timestamp() < old:
+                legacy.append(rel)
+        elif where is not None:
+            group, folder, name = where
+            folders[folder] = (group, folders.get(folder, (group, False))[1] or name == artifacts.MANIFEST)
+    groups |= {group for group, has_manifest in folders.values() if not has_manifest}
+    removed = []
+    for group in sorted(groups):
+        try:
+            with S3Lease(store, "/".join(group), run_id=run_id, wait=0) as lease:
+                removed += _sweep_artifact(store, group, lease)
+        except LeaseBusy:
+            continue  # being written: its writer finishes it, or the next push sweeps it
+        except StoreError as e:
+            on_event(f"warning: could not sweep the leftovers of {'/'.join(group)}: {e.message}")
+    for rel in legacy:
+        try:
+            store.delete(rel)
+            removed.append(rel)
+        except StoreError as e:
+            on_event(f"warning: could not remove {rel}: {e.message}")
+    if removed:
+        on_event(f"swept {len(removed)} object(s) left by uploads that died midway from {store.url}")
+    return removed
+
+
+def _sweep_artifact(store, group: tuple[str, str, str], lease) -> list[str]:
+    """Under ``group``'s lease: its staging keys, and files of its folders that no manifest lists (a folder
+    whose manifest is corrupt is left as it is, for ``store verify`` to report)."""
+    ref = Ref(*group)
+    leftovers = list(store.iter_blobs(staging_prefix(ref)))
+    folders: dict[str, list[str]] = {}
+    for prefix in (ref.rel, f"{artifacts.VERSIONS}/{ref.rel}"):
+        for rel in store.iter_blobs(prefix):
+            where = artifact_folder(rel)
+            if where is not None and where[0] == group:
+                folders.setdefault(where[1], []).append(where[2])
+    for folder, names in sorted(folders.items()):
+        data = store.read_blob_or_none(f"{folder}/{artifacts.MANIFEST}", json_blob=True)
+        try:
+            manifest = {} if data is None else check_manifest(loads_json(data, folder), folder)
+        except CorruptBlob:
+            continue
+        listed = set() if data is None else {artifacts.MANIFEST, *manifest.get("files", {})}
+        leftovers += [f"{folder}/{n}" for n in names if n not in listed]
+    for i, rel in enumerate(leftovers):
+        if i % 100 == 0:
+            lease.check()  # still ours, or LeaseLost and nothing more is removed
+        store.delete(rel)
+    return leftovers

@@ -7,7 +7,6 @@ renamed into place, so an interrupted transfer never leaves a half artifact that
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 from kit.common.errors import StoreError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.store.layout import INDEX, Ref, build_index, refs_from_manifest_paths
+from kit.store.layout import INDEX, Ref, build_index, local_path, refs_from_manifest_paths
 
 
 class LocalStore:
@@ -48,7 +47,11 @@ class LocalStore:
         return self.root / ref.rel
 
     def manifest(self, ref: Ref) -> dict:
-        return json.loads((self.path(ref) / artifacts.MANIFEST).read_text())
+        """``ref``'s manifest; ValueError for one that is not JSON, nested too deep, or not an object."""
+        manifest = artifacts.read_json(str(self.path(ref) / artifacts.MANIFEST))
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{self.path(ref) / artifacts.MANIFEST} is not a JSON object")
+        return manifest
 
     def manifest_or_none(self, ref: Ref) -> dict | None:
         try:
@@ -106,7 +109,7 @@ class LocalStore:
 
     def write_blob(self, rel: str, data: bytes) -> None:
         """A file that is not an artifact (a remote step's outputs under ``.runs/``), written atomically."""
-        path = self.root / rel
+        path = local_path(self.root, rel)  # a remote step's file names: never a path out of the store
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
@@ -118,7 +121,7 @@ class LocalStore:
 
     def read_blob(self, rel: str) -> bytes:
         try:
-            return (self.root / rel).read_bytes()
+            return local_path(self.root, rel).read_bytes()
         except OSError as e:
             raise StoreError(f"cannot read {self.url}/{rel}: {e}") from None
 

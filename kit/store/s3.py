@@ -5,6 +5,11 @@ the newer of the bucket's copy and this one (by the manifest's ``saved_at``) bec
 the other, if it holds other weights, is kept under ``.versions/``, so no pushed version is ever lost and
 a stale mirror never overwrites a newer retrain. Readers take no lease: a download that finds the
 artifact changing under it reads it again.
+
+The bucket is not trusted: listings stream a page at a time, objects stream to disk under a size cap
+(:func:`kit.store.layout.byte_cap`), JSON that is not JSON or nested too deep is refused as corrupt, and no key
+becomes a local path outside the folder it belongs in. What an upload that died midway left (staging keys,
+files of an artifact without its manifest) is swept by the next push, under each artifact's lease.
 """
 
 from __future__ import annotations
@@ -16,17 +21,47 @@ import shutil
 import time
 import uuid
 from pathlib import Path
+from typing import Callable, Iterator
 
 from kit.common import artifacts
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
 from kit.store.lease import LEASES, S3Lease
 from kit.store.api import newer, same_artifact
-from kit.store.layout import INDEX, RUNS_PREFIX, Ref, build_index, check_rel_name, refs_from_manifest_paths
+from kit.store.layout import (
+    INDEX,
+    MAX_JSON_VAR,
+    MAX_OBJECT_VAR,
+    RUNS_PREFIX,
+    UPLOADS,
+    CorruptBlob,
+    Ref,
+    build_index,
+    byte_cap,
+    check_manifest,
+    check_rel_name,
+    is_safe_key,
+    loads_json,
+    local_path,
+    refs_from_manifest_paths,
+    staging_prefix,
+    sweep,
+    too_big,
+)
 from kit.store.local import LocalStore
 
 #: reads of an artifact that another run is replacing, before giving up
 READ_ATTEMPTS = 5
+#: keys per listing request (S3's most)
+PAGE_SIZE = 1000
+#: bytes per read of a streamed download
+CHUNK = 1 << 20
+
+
+def _check(lease: S3Lease | None) -> None:
+    """Confirm ``lease`` is still held (renewing it) before a write: :class:`LeaseLost` when it is not."""
+    if lease is not None:
+        lease.check()
 
 
 class _Changed(Exception):
@@ -128,44 +163,114 @@ class S3Store:
             if not self.anonymous:
                 raise
         try:
-            index = json.loads(self.get_bytes(INDEX))
-        except (StoreError, ValueError):
+            index = self.read_json(INDEX)
+            paths = [f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", [])]
+        except (StoreError, AttributeError, KeyError, TypeError):
             raise StoreError(
                 f"{self.url} can neither be listed nor has a readable {INDEX} for anonymous readers",
                 hint="push with --public-read (it uploads a public index), or use credentials",
             ) from None
-        return refs_from_manifest_paths(f"{e['path']}/{artifacts.MANIFEST}" for e in index.get("artifacts", []))
+        return refs_from_manifest_paths(p for p in paths if isinstance(p, str))
 
     def _listed_refs(self) -> list[Ref]:
-        rels = self.list_blobs("")
         return refs_from_manifest_paths(
-            r for r in rels if not r.startswith((".uploads/", LEASES + "/", RUNS_PREFIX + "/"))
+            r for r in self.iter_blobs("") if not r.startswith((UPLOADS + "/", LEASES + "/", RUNS_PREFIX + "/"))
         )
+
+    # -- reading: every object under a size cap, streamed ----------------------------------------------------
+
+    def _get(self, rel: str, var: str, missing_ok: bool):
+        """GET ``rel``; None when it is missing (``missing_ok``); refused before a byte is read when it says it
+        is bigger than the cap ``var`` names."""
+        codes = ("NoSuchKey", "404") if missing_ok else ()
+        answer = self.call_or_code(
+            f"download of {rel}", codes, self.client.get_object, Bucket=self.bucket, Key=self.key(rel)
+        )
+        if isinstance(answer, str):
+            return None
+        size = answer.get("ContentLength")
+        if size is not None and size > byte_cap(var):
+            answer["Body"].close()
+            raise too_big(f"{self.url}/{rel}", size, var)
+        return answer
+
+    def _stream(self, rel: str, answer: dict, var: str) -> Iterator[bytes]:
+        """The body of ``answer`` in chunks, cut off (CorruptBlob) once it passes its cap, whatever it said."""
+        body, read, cap = answer["Body"], 0, byte_cap(var)
+        chunks = body.iter_chunks(CHUNK)
+        try:
+            while True:
+                chunk = self._call(f"download of {rel}", next, chunks, None)
+                if chunk is None:
+                    return
+                read += len(chunk)
+                if read > cap:
+                    raise too_big(f"{self.url}/{rel}", f"more than {cap}", var)
+                yield chunk
+        finally:
+            body.close()
+
+    def read_object(self, rel: str, *, json_blob: bool = False, missing_ok: bool = False):
+        """``(bytes, ETag)`` of ``rel`` (None when missing and ``missing_ok``), under the object cap, or the much
+        smaller JSON cap for a ``json_blob``."""
+        var = MAX_JSON_VAR if json_blob else MAX_OBJECT_VAR
+        answer = self._get(rel, var, missing_ok)
+        if answer is None:
+            return None
+        return b"".join(self._stream(rel, answer, var)), answer.get("ETag")
 
     def get_bytes(self, rel: str) -> bytes:
-        body = self._call(f"download of {rel}", self.client.get_object, Bucket=self.bucket, Key=self.key(rel))["Body"]
-        return body.read()
+        return self.read_object(rel)[0]
+
+    def get_bytes_or_none(self, rel: str, *, json_blob: bool = False) -> bytes | None:
+        """``rel``'s bytes, None when there is no such object (an artifact being replaced lacks its manifest)."""
+        answer = self.read_object(rel, json_blob=json_blob, missing_ok=True)
+        return None if answer is None else answer[0]
+
+    def read_json(self, rel: str):
+        """``rel`` parsed as JSON; :class:`CorruptBlob` when it is not JSON, too deep or too big."""
+        return loads_json(self.read_object(rel, json_blob=True)[0], f"{self.url}/{rel}")
+
+    def _parse_manifest(self, ref: Ref, data: bytes) -> dict:
+        where = f"{self.url}/{ref.rel}/{artifacts.MANIFEST}"
+        return check_manifest(loads_json(data, where), where)
 
     def manifest(self, ref: Ref) -> dict:
-        try:
-            return json.loads(self.get_bytes(f"{ref.rel}/{artifacts.MANIFEST}"))
-        except ValueError as e:
-            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
-
-    def get_bytes_or_none(self, rel: str) -> bytes | None:
-        """``rel``'s bytes, None when there is no such object (an artifact being replaced lacks its manifest)."""
-        answer = self.call_or_code(
-            f"download of {rel}", ("NoSuchKey", "404"), self.client.get_object, Bucket=self.bucket, Key=self.key(rel)
-        )
-        return None if isinstance(answer, str) else answer["Body"].read()
+        return self._parse_manifest(ref, self.read_object(f"{ref.rel}/{artifacts.MANIFEST}", json_blob=True)[0])
 
     def manifest_or_none(self, ref: Ref) -> dict | None:
-        """The manifest of ``ref``, None when there is none (or it is not JSON: not a complete artifact)."""
-        data = self.get_bytes_or_none(f"{ref.rel}/{artifacts.MANIFEST}")
+        """The manifest of ``ref``, None when there is none (or it is corrupt: not a complete artifact)."""
         try:
-            return None if data is None else json.loads(data)
-        except ValueError:
+            data = self.get_bytes_or_none(f"{ref.rel}/{artifacts.MANIFEST}", json_blob=True)
+            return None if data is None else self._parse_manifest(ref, data)
+        except CorruptBlob:
             return None
+
+    def _fetch(self, rel: str, path: Path) -> str | None:
+        """Stream ``rel`` into the file ``path`` under the object cap: its sha256, None when it is missing."""
+        answer = self._get(rel, MAX_OBJECT_VAR, True)
+        if answer is None:
+            return None
+        h = hashlib.sha256()
+        with open(path, "wb") as f:
+            for chunk in self._stream(rel, answer, MAX_OBJECT_VAR):
+                h.update(chunk)
+                f.write(chunk)
+        return h.hexdigest()
+
+    def download_blob(self, rel: str, root: str | os.PathLike) -> Path:
+        """Stream the object ``rel`` to the same relative path under the folder ``root`` (a key that would
+        leave ``root`` is refused before anything is written); the path."""
+        path = local_path(root, rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            if self._fetch(rel, tmp) is None:
+                raise StoreError(f"no object {self.url}/{rel}")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
 
     def problems(self, ref: Ref) -> list[str]:
         try:
@@ -174,16 +279,15 @@ class S3Store:
             return [f"manifest.json: {e.message}"]
         bad = []
         for name, digest in sorted(manifest.get("files", {}).items()):
+            rel = f"{ref.rel}/{name}"
+            h = hashlib.sha256()
             try:
-                body = self._call(
-                    f"download of {ref.rel}/{name}",
-                    self.client.get_object,
-                    Bucket=self.bucket,
-                    Key=self.key(f"{ref.rel}/{name}"),
-                )["Body"]
-                h = hashlib.sha256()
-                for chunk in body.iter_chunks(1 << 20):  # streamed: parameter files reach 112 MB
-                    h.update(chunk)
+                check_rel_name(name)
+                for chunk in self._stream(rel, self._get(rel, MAX_OBJECT_VAR, False), MAX_OBJECT_VAR):
+                    h.update(chunk)  # streamed: parameter files reach 112 MB
+            except CorruptBlob as e:
+                bad.append(f"{name} ({e.message})")
+                continue
             except StoreError:
                 bad.append(name)
                 continue
@@ -191,32 +295,43 @@ class S3Store:
                 bad.append(name)
         return bad
 
+    # -- writing: under the artifact's lease, checked before each write that counts --------------------------
+
     def _put(self, rel: str, body: bytes) -> None:
         extra = {"ACL": "public-read"} if self.public_read else {}
         self._call(
             f"upload of {rel}", self.client.put_object, Bucket=self.bucket, Key=self.key(rel), Body=body, **extra
         )
 
+    def delete(self, rel: str) -> None:
+        self._call(f"delete of {rel}", self.client.delete_object, Bucket=self.bucket, Key=self.key(rel))
+
+    def _copy(self, what: str, src: str, dest: str) -> None:
+        """Copy ``src`` to ``dest`` in the bucket (boto3's managed copy: multipart past 5 GB)."""
+        extra = {"ACL": "public-read"} if self.public_read else None
+        source = {"Bucket": self.bucket, "Key": self.key(src)}
+        self._call(f"{what} of {dest}", self.client.copy, source, self.bucket, self.key(dest), ExtraArgs=extra)
+
     def put(self, ref: Ref, folder: Path, run_id: str | None = None) -> str:
         """Push one artifact under its lease: ``"uploaded"``, ``"unchanged"``, or ``"superseded"`` (the bucket's
         copy is newer and stays; this one, if it holds other weights, is kept under ``.versions/``)."""
         mine = json.loads((Path(folder) / artifacts.MANIFEST).read_text())
-        with self.exclusive(Ref(ref.release, ref.model, ref.api).rel, run_id):
+        with self.exclusive(Ref(ref.release, ref.model, ref.api).rel, run_id) as lease:
             theirs = self.manifest_or_none(ref)
             if theirs is not None and same_artifact(theirs, mine):
                 return "unchanged"
             if theirs is None or newer(mine, theirs):
                 if ref.version is None and theirs is not None:
-                    self._keep_version(ref, theirs)
-                self.upload(ref, folder)
+                    self._keep_version(ref, theirs, lease)
+                self.upload(ref, folder, lease)
                 return "uploaded"
             if ref.version is None and mine.get("status") == "saved":
                 kept = Ref(ref.release, ref.model, ref.api, artifacts.identity(mine))
                 if artifacts.identity(mine) != artifacts.identity(theirs) and self.manifest_or_none(kept) is None:
-                    self.upload(kept, folder)
+                    self.upload(kept, folder, lease)
             return "superseded"
 
-    def _keep_version(self, ref: Ref, manifest: dict) -> None:
+    def _keep_version(self, ref: Ref, manifest: dict, lease: S3Lease | None = None) -> None:
         """Copy the bucket's current ``ref`` (described by ``manifest``) to ``.versions/<identity>`` before it is
         replaced by other weights, manifest last, as a local commit does."""
         if manifest.get("status") != "saved":
@@ -228,52 +343,50 @@ class S3Store:
         names = sorted(manifest.get("files", {}))
         for name in names:
             check_rel_name(name)
-        extra = {"ACL": "public-read"} if self.public_read else {}
-        self._call(
-            "delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{kept.rel}/{artifacts.MANIFEST}")
-        )
+        _check(lease)
+        self.delete(f"{kept.rel}/{artifacts.MANIFEST}")
         for name in names + [artifacts.MANIFEST]:
-            self._call(
-                f"archive of {ref.rel}/{name}",
-                self.client.copy,
-                {"Bucket": self.bucket, "Key": self.key(f"{ref.rel}/{name}")},
-                self.bucket,
-                self.key(f"{kept.rel}/{name}"),
-                ExtraArgs=extra or None,
-            )
+            _check(lease)
+            self._copy("archive", f"{ref.rel}/{name}", f"{kept.rel}/{name}")
 
-    def upload(self, ref: Ref, folder: Path) -> None:
-        """Upload one artifact: files to temporary keys, then into place, manifest last."""
+    def upload(self, ref: Ref, folder: Path, lease: S3Lease | None = None) -> None:
+        """Upload one artifact: files to staging keys, then into place, manifest last. Under ``lease``, each
+        write into place is made only once the lease is confirmed still ours (else :class:`LeaseLost`)."""
         manifest = json.loads((folder / artifacts.MANIFEST).read_text())
         names = sorted(manifest.get("files", {}))
         for name in names:
             check_rel_name(name)
-        staging = f".uploads/{uuid.uuid4().hex}"
+        staging = f"{staging_prefix(ref)}/{uuid.uuid4().hex}"
         extra = {"ACL": "public-read"} if self.public_read else {}
-        for name in names + [artifacts.MANIFEST]:  # boto3's managed transfer: multipart for big files
-            self._call(
-                f"upload of {staging}/{name}",
-                self.client.upload_file,
-                str(folder / name),
-                self.bucket,
-                self.key(f"{staging}/{name}"),
-                ExtraArgs=extra or None,
-            )
-        # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
-        self._call(
-            "delete", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{ref.rel}/{artifacts.MANIFEST}")
-        )
-        for name in names + [artifacts.MANIFEST]:  # managed copy: multipart past 5 GB
-            self._call(
-                f"commit of {ref.rel}/{name}",
-                self.client.copy,
-                {"Bucket": self.bucket, "Key": self.key(f"{staging}/{name}")},
-                self.bucket,
-                self.key(f"{ref.rel}/{name}"),
-                ExtraArgs=extra or None,
-            )
-        for name in names + [artifacts.MANIFEST]:
-            self._call("cleanup", self.client.delete_object, Bucket=self.bucket, Key=self.key(f"{staging}/{name}"))
+        staged = []
+        try:
+            for name in names + [artifacts.MANIFEST]:  # boto3's managed transfer: multipart for big files
+                staged.append(f"{staging}/{name}")
+                self._call(
+                    f"upload of {staging}/{name}",
+                    self.client.upload_file,
+                    str(folder / name),
+                    self.bucket,
+                    self.key(f"{staging}/{name}"),
+                    ExtraArgs=extra or None,
+                )
+            # an old manifest goes first: while files are replaced the artifact reads as absent, never as complete
+            _check(lease)
+            self.delete(f"{ref.rel}/{artifacts.MANIFEST}")
+            for rel in list(self.iter_blobs(ref.rel)):  # files of the replaced artifact the new one lacks
+                if rel.rsplit("/", 1)[-1] not in names and rel.count("/") == ref.rel.count("/") + 1:
+                    self.delete(rel)
+            for name in names + [artifacts.MANIFEST]:
+                _check(lease)  # the manifest's copy is the commit: never made by a writer that lost its lease
+                self._copy("commit", f"{staging}/{name}", f"{ref.rel}/{name}")
+        finally:
+            for rel in staged:  # best effort: what stays is swept by the next push
+                try:
+                    self.delete(rel)
+                except StoreError:
+                    break
+
+    # -- downloading ------------------------------------------------------------------------------------------
 
     def download(self, ref: Ref, dest: LocalStore) -> None:
         """Download one artifact into ``dest``, verified before it is renamed into place; read again when
@@ -292,27 +405,24 @@ class S3Store:
 
     def _download_once(self, ref: Ref, dest: LocalStore) -> None:
         manifest_key = f"{ref.rel}/{artifacts.MANIFEST}"
-        manifest_bytes = self.get_bytes_or_none(manifest_key)
+        manifest_bytes = self.get_bytes_or_none(manifest_key, json_blob=True)
         if manifest_bytes is None:
             raise _Changed()  # listed a moment ago: being replaced
         try:
-            manifest = json.loads(manifest_bytes)
-        except ValueError as e:
-            raise StoreError(f"{self.url}/{ref.rel}/manifest.json is not JSON: {e}") from None
+            manifest = self._parse_manifest(ref, manifest_bytes)
+            for name in manifest.get("files", {}):
+                check_rel_name(name)
+        except StoreError as e:
+            raise StoreError(f"refusing {self.url}/{ref.rel} as corrupt: {e.message}") from None
         staged = dest.staging(ref)
         try:
             bad = []
             for name, digest in sorted(manifest.get("files", {}).items()):
-                check_rel_name(name)
-                # boto3's managed transfer (ranged, parallel for big files) into the staging folder, then hashed
-                got = self.call_or_code(
-                    f"download of {ref.rel}/{name}", ("NoSuchKey", "404"), self.client.download_file,
-                    self.bucket, self.key(f"{ref.rel}/{name}"), str(staged / name),
-                )  # fmt: skip
-                if isinstance(got, str) or artifacts.sha256_file(str(staged / name)) != digest:
+                # streamed into the staging folder under the size cap, hashed as it comes
+                if self._fetch(f"{ref.rel}/{name}", local_path(staged, name)) != digest:
                     bad.append(name)
             if bad:
-                if self.get_bytes_or_none(manifest_key) != manifest_bytes:
+                if self.get_bytes_or_none(manifest_key, json_blob=True) != manifest_bytes:
                     raise _Changed()
                 raise StoreError(
                     f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
@@ -323,6 +433,12 @@ class S3Store:
         finally:
             shutil.rmtree(staged, ignore_errors=True)
 
+    def sweep(self, run_id: str | None = None, on_event: Callable[[str], None] = lambda m: None) -> list[str]:
+        """Remove what uploads that died midway left (:func:`kit.store.layout.sweep`); the keys removed."""
+        return sweep(self, run_id, on_event)
+
+    # -- other files and listings ---------------------------------------------------------------------------
+
     def write_blob(self, rel: str, data: bytes) -> None:
         """A file that is not an artifact (a remote step's outputs under ``.runs/``)."""
         self._put(rel, data)
@@ -330,19 +446,46 @@ class S3Store:
     def read_blob(self, rel: str) -> bytes:
         return self.get_bytes(rel)
 
-    def list_blobs(self, prefix: str) -> list[str]:
-        """Keys under ``prefix`` (relative to the store's prefix; "" for everything), sorted."""
+    def read_blob_or_none(self, rel: str, *, json_blob: bool = False) -> bytes | None:
+        """``rel``'s bytes, None when there is no such object."""
+        return self.get_bytes_or_none(rel, json_blob=json_blob)
+
+    def objects(self, prefix: str) -> Iterator[tuple[str, dict]]:
+        """``(rel, listed object)`` under ``prefix``, fetched a page at a time: memory holds one page, whatever
+        the bucket holds. Keys that name no path inside a folder ('a/../x', '/x', 'a//b') are left out: the kit
+        writes none, and a caller may make a local path of what it lists."""
         under = prefix.strip("/")
-        pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=self.bucket, Prefix=self.key(under + "/") if under else self.key("")
+        root = self.key("")
+        pages = iter(
+            self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket,
+                Prefix=self.key(under + "/") if under else root,
+                PaginationConfig={"PageSize": PAGE_SIZE},
+            )
         )
-        keys = self._call("listing", lambda: [o["Key"] for page in pages for o in page.get("Contents", [])])
-        return sorted(k[len(self.prefix) + 1 :] if self.prefix else k for k in keys)
+        while True:
+            page = self._call("listing", next, pages, None)
+            if page is None:
+                return
+            for obj in page.get("Contents", []):
+                key = obj.get("Key", "")
+                if key.startswith(root) and is_safe_key(key[len(root) :]):
+                    yield key[len(root) :], obj
+
+    def iter_blobs(self, prefix: str) -> Iterator[str]:
+        """Keys under ``prefix`` (relative to the store's prefix; "" for everything), streamed in S3's order."""
+        return (rel for rel, _ in self.objects(prefix))
+
+    def list_blobs(self, prefix: str) -> list[str]:
+        """Keys under ``prefix`` (relative to the store's prefix; "" for everything), sorted; a bucket of any size
+        is better walked with :meth:`iter_blobs`."""
+        return sorted(self.iter_blobs(prefix))
 
     def write_index(self, run_id: str | None = None) -> dict:
         """Rebuild ``index.json`` from the bucket, under its lease: a concurrent push is never left out."""
-        with self.exclusive(INDEX, run_id):
+        with self.exclusive(INDEX, run_id) as lease:
             index = build_index(self)
+            lease.check()
             self._put(INDEX, json.dumps(index, indent=1, sort_keys=True).encode())
         return index
 
