@@ -14,6 +14,12 @@ server killed before a run and brought back after it failed (it refuses before s
 same command is run again), paused (SIGSTOP) while the run pulls, or
 killed mid-run and restarted with its objects (a durable server's restart), each then --resume.
 
+A hostile store's faults edit one artifact as someone else's store may be (traversing names, an empty file
+list, deep JSON, a .params or reference.npz declaring terabytes, hashes made to match) and also check that
+nothing beside the store was touched; a hung kernel is stopped by --cell-timeout (that cell alone) or
+--step-timeout (the step broken with that cause, then --resume); a webhook that redirects must not be
+reported posted, nor its URL printed.
+
 Bounded by --runs N or --minutes T, whichever comes first. Needs the --releases' environments built
 (make demo builds them) and, for the tmpfs faults, root (they are counted as not tried elsewhere).
 
@@ -41,6 +47,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import s3_server  # noqa: E402  (bench/, beside this script)
+
+sys.path.insert(0, str(REPO / "tests"))
+import hostile  # noqa: E402  (tests/hostile.py: the hostile store's edits)
 from kit.common import artifacts  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
@@ -58,10 +67,10 @@ class Soak:
         self.s3_url = "s3://soak/baselines"
 
     # --- running the kit -------------------------------------------------------------------------
-    def cli(self, *args, store=None, timeout=900) -> subprocess.CompletedProcess:
+    def cli(self, *args, store=None, timeout=900, env=None) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "kit", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-            env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root)),
+            env=dict(os.environ, MXCOMPAT_HOME=str(self.home.root), **(env or {})),
         )  # fmt: skip
 
     def run_args(self, run_id: str, store: Path | str | None = None) -> list[str]:
@@ -272,6 +281,110 @@ class Soak:
     def fault_bad_manifest(self, run_id):
         return self._damage(run_id, artifacts.MANIFEST, lambda p: p.write_text("{not json"))
 
+    def _hostile(self, run_id, what: str, edit) -> dict:
+        """Edit one artifact as a store someone else wrote may be (``edit(folder)``, hashes made to match where
+        a hash would give it away), run, expect its cells not to pass and nothing beside the store touched."""
+        outside = self.work / "outside"
+        outside.mkdir(exist_ok=True)
+        (outside / "outside.txt").write_text("nothing may touch this")
+        before = hostile.snapshot(outside)
+        outcome = self._damage(run_id, artifacts.MANIFEST, lambda manifest_path: edit(manifest_path.parent))
+        if hostile.snapshot(outside) != before or any(p.name != "outside.txt" for p in outside.iterdir()):
+            outcome["silent"].append(f"{what}: a file beside the store was touched")
+        outcome["hit"] = f"{what}: {outcome['hit']}"
+        return outcome
+
+    def fault_hostile_names(self, run_id):
+        def edit(folder):
+            manifest = json.loads((folder / artifacts.MANIFEST).read_text())
+            first = sorted(manifest["files"])[0]
+            manifest["files"]["../../../outside/outside.txt"] = manifest["files"].pop(first)
+            load = manifest.get("load") or {}
+            for key in ("param_file", "symbol_file"):
+                if key in load:
+                    load[key] = "../../../outside/" + key
+            (folder / artifacts.MANIFEST).write_text(json.dumps(manifest))
+
+        return self._hostile(run_id, "traversing names", edit)
+
+    def fault_no_files(self, run_id):
+        def edit(folder):
+            manifest = json.loads((folder / artifacts.MANIFEST).read_text())
+            manifest["files"] = {}
+            (folder / artifacts.MANIFEST).write_text(json.dumps(manifest))
+
+        return self._hostile(run_id, "a manifest that lists no files", edit)
+
+    def fault_deep_json(self, run_id):
+        return self._hostile(run_id, "a manifest nested too deep", lambda f: (f / artifacts.MANIFEST).write_text(
+            "[" * 200000 + "]" * 200000))  # fmt: skip
+
+    def fault_huge_params(self, run_id):
+        def edit(folder):
+            params = sorted(folder.glob("*.params"))[0]
+            hostile.huge_first_array(params)
+            hostile._rehash(folder, params.name)
+
+        return self._hostile(run_id, "a .params declaring 2**40 rows", edit)
+
+    def fault_npz_bomb(self, run_id):
+        def edit(folder):
+            hostile.npz_declaring(folder / artifacts.REFERENCE)
+            hostile._rehash(folder, artifacts.REFERENCE)
+
+        return self._hostile(run_id, "a reference.npz declaring 4 TB", edit)
+
+    def fault_hung_cell(self, run_id):
+        """A kernel that stops answering in one cell: that cell times out, the others are checked."""
+        proc = self.cli(
+            *self.run_args(run_id), "--cell-timeout", "10", env={"MXCOMPAT_FAULT": "hang:lenet/export:infer"}
+        )
+        hung = [r for r in self.records(run_id).values() if r["model"] == "lenet" and r["api"] == "export"]
+        silent = [f"{r['saved_with']}->{r['loaded_with']}" for r in hung if r.get("error_type") != "CellTimeout"]
+        return {"hit": "a kernel hung inferring lenet/export (--cell-timeout 10)", "exit": proc.returncode,
+                "silent": silent, "timed_out_cells": len(hung)}  # fmt: skip
+
+    def fault_hung_step(self, run_id):
+        """A step that runs past its time: broken with that cause, then --resume (no fault) completes the run."""
+        first = self.cli(*self.run_args(run_id), "--step-timeout", "30",
+                         env={"MXCOMPAT_FAULT": "hang:mlp/export:infer"})  # fmt: skip
+        named = "ran past its time limit of 30s" in first.stdout
+        resumed = self.cli("run", "--runs-dir", str(self.runs), "--resume", run_id, "--step-timeout", "3600")
+        silent = [] if first.returncode == 3 and named else ["a step past its time was not named"]
+        return {"hit": "a kernel hung in a step (--step-timeout 30), then --resume", "first_exit": first.returncode,
+                "exit": resumed.returncode, "cause_named": named, "silent": silent}  # fmt: skip
+
+    def fault_redirecting_webhook(self, run_id):
+        """The run's webhook answers 301: the report is refused, never said to be posted."""
+        import threading
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class Redirect(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.send_response(301)
+                self.send_header("Location", "/elsewhere")
+                self.end_headers()
+
+            do_GET = do_POST  # noqa: N815
+
+            def log_message(self, *a):
+                pass
+
+        proc = self.cli(*self.run_args(run_id))
+        server = HTTPServer(("127.0.0.1", 0), Redirect)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_port}/hooks/T000/SECRET"
+            report = self.cli("report", run_id, "--runs-dir", str(self.runs), "--webhook", url)
+        finally:
+            server.shutdown()
+        said = report.stdout + report.stderr
+        silent = [] if report.returncode == 3 and "posted" not in report.stdout else ["a redirect was reported posted"]
+        if "SECRET" in said:
+            silent.append("the webhook URL was printed")
+        return {"hit": "a webhook that answers 301", "exit": proc.returncode, "report_exit": report.returncode,
+                "silent": silent}  # fmt: skip
+
     def fault_leftovers(self, run_id):
         """A crashed writer's staging folder, an old-version folder and a stale lock beside an artifact."""
         folder = sorted(p.parent for p in self.store.glob(f"*/*/*/{artifacts.MANIFEST}"))[0]
@@ -347,6 +460,8 @@ class Soak:
         "kill_cli", "sigterm_cli", "ctrl_c", "kill_kernel", "kill_worker", "kill_during_summary", "truncate",
         "flip_bytes", "empty_reference", "bad_manifest", "leftovers", "full_disk", "read_only_store",
         "concurrent_retrain", "s3_down_at_start", "s3_paused", "s3_restart_mid_run",
+        "hostile_names", "no_files", "deep_json", "huge_params", "npz_bomb", "hung_cell", "hung_step",
+        "redirecting_webhook",
     ]  # fmt: skip
 
     # --- the loop ----------------------------------------------------------------------------------
