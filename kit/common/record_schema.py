@@ -53,6 +53,7 @@ def new_record(saved_with, model, api, loaded_with, artifact, archived=None):
         "network_only": None,
         "source_api": None,
         "remedy": None,
+        "timed_out": None,  # seconds: the cell ran past --cell-timeout and its kernel was stopped
     }
 
 
