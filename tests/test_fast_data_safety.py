@@ -176,3 +176,19 @@ def test_a_commit_swaps_the_artifact_in_one_step(tmp_path, monkeypatch):
     assert seen == [str(store / "1.9.1" / "lenet" / "export")]
     assert json.loads((store / "1.9.1/lenet/export/manifest.json").read_text())["param_version"] == "v2"
     assert sorted(p.name for p in (store / ".versions/1.9.1/lenet/export").iterdir()) == ["m-v1"]
+
+
+def test_a_run_folder_with_json_nested_too_deep_gets_a_clear_refusal(tmp_path):
+    """A run folder someone else wrote: a run.json or a record nested too deep to parse is named, exit 2 or 3,
+    never a RecursionError traceback."""
+    runs = tmp_path / "runs"
+    (runs / "r" / "records").mkdir(parents=True)
+    (runs / "r" / "run.json").write_text("[" * 200000 + "]" * 200000)
+    proc = run_cli("report", "r", "--runs-dir", str(runs), home=tmp_path / "home")
+    assert proc.returncode == 2 and "run r has no readable run.json" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    (runs / "r" / "run.json").write_text(json.dumps({"run_id": "r", "exit_code": 0, "request": {}, "order": []}))
+    (runs / "r" / "records" / "a.json").write_text("{" * 100 + '"a": ' + "[" * 200000 + "]" * 200000 + "}" * 100)
+    proc = run_cli("report", "r", "--runs-dir", str(runs), home=tmp_path / "home")
+    assert proc.returncode == 3 and "a.json is not readable JSON" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

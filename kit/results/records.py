@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from kit.common.errors import UsageError
+from kit.common import artifacts
+from kit.common.errors import KitError, UsageError
 from kit.common.capabilities import ONNX_DIRECTION
 from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
@@ -27,8 +27,12 @@ def load_records(run_dir: str | Path) -> list[dict]:
     records = []
     for name in names:  # a name starting with "." is a kernel's in-flight marker, not a record
         path = os.path.join(folder, name)
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
+        try:
+            rec = artifacts.read_json(path)
+        except ValueError as e:
+            raise KitError(f"the record {path} is not readable JSON: {e}") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("verdict"), (str, type(None))):
+            raise KitError(f"{path} is not a record (a JSON object with a verdict)")
         rec["record_file"] = path
         records.append(rec)
     return records

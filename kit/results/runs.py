@@ -92,9 +92,12 @@ class Run:
 
     def read_manifest(self) -> dict:
         try:
-            return json.loads(self.manifest_path.read_text())
-        except (OSError, ValueError) as e:
-            raise UsageError(f"run {self.id} has no readable {RUN_MANIFEST}: {e}") from None
+            manifest = json.loads(self.manifest_path.read_text())
+        except (OSError, ValueError, RecursionError) as e:
+            raise UsageError(f"run {self.id} has no readable {RUN_MANIFEST}: {e or type(e).__name__}") from None
+        if not isinstance(manifest, dict):
+            raise UsageError(f"run {self.id}'s {RUN_MANIFEST} is not a JSON object")
+        return manifest
 
     def sweep_partial_writes(self) -> list[Path]:
         """Remove the temporary files (``NAME.tmp-PID``) of writers that died mid-write; returns them.
