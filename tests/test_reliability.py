@@ -33,7 +33,7 @@ def _flip_middle(path: Path) -> None:
 FAULTS = [
     ("mlp", "export", "truncate", "corrupt", "model-0000.params"),
     ("mlp", "save_params", "flip", "corrupt", "model.params"),
-    ("mlp", "module_checkpoint", "truncate+rehash", "load-error", ""),
+    ("mlp", "module_checkpoint", "truncate+rehash", "corrupt", "declares shape"),  # from its header: nothing loads
     ("lenet", "export", "flip+rehash", ("drift", "mismatch"), ""),
     ("lenet", "save_params", "empty", "corrupt", "model.params"),
     ("lenet", "module_checkpoint", "empty+rehash", "load-error", ""),

@@ -111,6 +111,7 @@ def convert_cell(
         _move_into_place(staged, target)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+        staged.with_name(f".{staged.name}.lock").unlink(missing_ok=True)  # the reload's lock beside the staging
     return {"out": target, "remedy": name, "record": answer}
 
 

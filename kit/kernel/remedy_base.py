@@ -10,7 +10,8 @@ import shutil
 import tempfile
 
 
-from kit.common import artifacts, verdicts
+from kit.common import verdicts
+from kit.common.names import is_safe_relative
 from kit.common.record_schema import EXPORT_SETTING, GRAPH_EDIT, LOADING_MODE, PARAMETER_MAPPING, RESAVE  # noqa: F401
 from kit.common.versions import at_least, direction
 from kit.kernel import mxapi
@@ -56,9 +57,9 @@ class Work(Target):
         self.spec, self.adapter = spec, adapter
         self.source = folder
         self.manifest = json.loads(json.dumps(manifest))
-        refused = artifacts.name_problems(self.manifest)
-        if refused:  # reload_run refuses such a manifest first; a copy must never follow one out of its folder
-            raise ValueError("manifest refused: " + "; ".join(refused))
+        for name in self.files():  # reload_run refuses such a manifest first; a copy never follows one out
+            if name is not None and not is_safe_relative(name):
+                raise ValueError("manifest refused: %r is not a plain relative name inside the artifact" % (name,))
         self.folder = tempfile.mkdtemp(prefix="mxcompat-remedy-")
         for name in self.files():  # what the loaders read; the reference and internals stay where they are
             if name and os.path.isfile(os.path.join(folder, name)):

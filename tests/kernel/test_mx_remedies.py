@@ -162,3 +162,34 @@ def test_the_registry_names_each_remedy_once_with_code_a_user_can_run():
     assert remedies.no_remedy_reason("Operator _npi_add is not registered").startswith(
         "operator _npi_add is one of MXNet's numpy operators"
     )
+
+
+def test_a_remedys_private_copy_never_follows_a_name_out_of_the_artifact():
+    """A manifest whose load names leave the artifact: the copy is refused before anything is copied, so
+    nothing is read from outside or written outside the private folder (none is even made)."""
+    from kit.kernel import remedy_base
+
+    root = tempfile.mkdtemp()
+    folder = os.path.join(root, "store", "1.4.1", "m", "export")
+    os.makedirs(folder)
+    with open(os.path.join(root, "secret.params"), "w") as f:
+        f.write("not the artifact's")
+    made = []
+    real_mkdtemp = remedy_base.tempfile.mkdtemp
+    remedy_base.tempfile.mkdtemp = lambda *a, **k: made.append(a) or real_mkdtemp(*a, **k)
+    try:
+        for load in (
+            {"symbol_file": "model-symbol.json", "param_file": "../../../../secret.params"},
+            {"prefix": "../../../../secret", "epoch": 0},
+            {"symbol_file": "/etc/hostname", "param_file": None},
+        ):
+            try:
+                remedies.Work(None, None, "1.9.1", "1.4.1", "export", folder, {"load": load, "inputs": []})
+            except ValueError as e:
+                assert "manifest refused" in str(e) and "not a plain relative name" in str(e), e
+            else:
+                raise AssertionError("a traversing name was taken: %r" % (load,))
+        assert made == []
+    finally:
+        remedy_base.tempfile.mkdtemp = real_mkdtemp
+        shutil.rmtree(root)
