@@ -10,6 +10,7 @@ renamed into it, so a crash never leaves a half artifact that looks complete.
 import contextlib
 import ctypes
 import hashlib
+import io
 import json
 import os
 import re
@@ -94,16 +95,18 @@ def param_version(arrays):
     return h.hexdigest()[:16]
 
 
-def write_json_atomic(path, obj, durable=True):
-    """Write JSON to a temporary file and rename it over ``path``: readers see the old or the new file,
-    never a half one; on failure (a full disk) the temporary file is removed and ``path`` is untouched.
+def write_atomic(path, write, binary=False, durable=True):
+    """Write ``path`` through ``write(file)`` into a temporary file beside it (``NAME.tmp-PID``) and rename that
+    over it: readers see the old or the new file, never a half one; on failure (a full disk) the temporary file
+    is removed and ``path`` is untouched (one a killed writer left: ``Run.sweep_partial_writes``).
 
     ``durable``: on disk before the rename (fsync), so it survives the machine crashing too; a file only a
     crashing process must leave behind (a kernel's in-flight marker) need not wait for that."""
+    path = str(path)
     tmp = "%s.tmp-%d" % (path, os.getpid())
     try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
+        with open(tmp, "wb") if binary else io.open(tmp, "w", encoding="utf-8", newline="") as f:
+            write(f)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -112,6 +115,11 @@ def write_json_atomic(path, obj, durable=True):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def write_json_atomic(path, obj, durable=True):
+    """``obj`` as JSON into ``path``, atomically (:func:`write_atomic`)."""
+    write_atomic(path, lambda f: json.dump(obj, f, indent=1, sort_keys=True), durable=durable)
 
 
 def read_json(path):

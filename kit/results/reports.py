@@ -11,11 +11,11 @@ from xml.etree import ElementTree as ET
 
 from kit.results import leaving, migration
 from kit.results import signatures
+from kit.common.artifacts import write_atomic
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.common.verdicts import SEVERITY
 from kit.results.markdown import md_code, md_fence, md_link, md_text
 from kit.results.records import is_failure
-from kit.results.runs import write_atomic, write_text_atomic
 from kit.results.signatures import Group
 
 from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS
@@ -375,7 +375,7 @@ def write_markdown(
                 f"{md_link(notebook)}, log: {md_link(log)})"
             )
     lines += ["", f"Reproduce: {md_code(reproduce_command(req))}", ""]
-    write_text_atomic(path, "\n".join(lines))
+    write_atomic(path, lambda f: f.write("\n".join(lines)))
 
 
 def skipped_markdown(skipped: list[dict]) -> list[str]:
@@ -412,7 +412,7 @@ def write_html(notebook: Path, html: Path) -> None:
 
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
-    write_text_atomic(html, body)
+    write_atomic(html, lambda f: f.write(body))
 
 
 def groups_of(records: list[dict], split: dict) -> list[Group]:

@@ -7,11 +7,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import IO, Callable
 
 from kit.common.artifacts import write_json_atomic
 from kit.common.errors import UsageError
-from kit.common.names import SAFE_NAME
+from kit.common.names import is_safe_name
 from kit.home import REPO_ROOT
 
 RUN_MANIFEST = "run.json"
@@ -37,7 +36,7 @@ def new_run_id(root: str | Path | None = None) -> str:
 def check_run_id(run_id) -> str:
     """``run_id`` if it is a plain name (``SAFE_NAME``: no separator, ``..``, ``;``, backtick or newline), as a run
     folder's name must be; else a usage error naming it."""
-    if not isinstance(run_id, str) or not SAFE_NAME.fullmatch(run_id):  # fullmatch: "$" passes a trailing newline
+    if not is_safe_name(run_id):
         raise UsageError(
             f"invalid run id {run_id!r}",
             hint="a run id is a plain name: letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
@@ -115,28 +114,6 @@ class Run:
 
     def write_manifest(self, data: dict) -> None:
         write_json_atomic(str(self.manifest_path), data)
-
-
-def write_atomic(path: Path, write: Callable[[IO], object], *, binary: bool = False) -> None:
-    """Write ``path`` through ``write(file)`` into ``.NAME.tmp-PID`` beside it, synced, then renamed over it:
-    a reader or a crash midway sees the previous file or the new one, never half of one; on an error the
-    temporary file is removed (one left by a killed writer: ``Run.sweep_partial_writes``)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8", newline="") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path``, atomically (``write_atomic``)."""
-    write_atomic(path, lambda f: f.write(text))
 
 
 def _alive(pid: int) -> bool:
