@@ -16,7 +16,7 @@ import numpy as np
 MAX_REFERENCE_BYTES = 4 << 30
 
 _LIST_MAGIC = 0x112
-_V1, _V2, _V3 = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
+_V2, _V3 = 0xF993FAC9, 0xF993FACA  # the 1.x and 2.0 array layouts (0.x wrote older ones)
 #: mshadow's type flags -> bytes per element
 _ITEMSIZE = {0: 4, 1: 8, 2: 2, 3: 1, 4: 4, 5: 1, 6: 8, 7: 1, 8: 2, 9: 2, 10: 4, 11: 8, 12: 2}
 

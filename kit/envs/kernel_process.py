@@ -4,7 +4,7 @@ Every host command that starts one (``investigate --recompute``, ``check-model``
 ``store import-mbcc``, the ``env create``/``doctor`` probes) goes through :func:`run_kernel_main`: the child
 gets the kernels' environment (no AWS credentials, no other interpreter's settings), its own session (a
 timeout ends it and everything it started), an address-space limit, and answers by
-:mod:`kit.kernel.main_protocol`'s convention, which this turns into a value or the kit's errors.
+:mod:`kit.common.main_protocol`'s convention, which this turns into a value or the kit's errors.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 
 from kit.envs import child_env, limits
-from kit.common.errors import EnvBuildError, KitError, UsageError
-
-#: the answer line's prefix (kit.kernel.main_protocol.ANSWER; the host does not import kit.kernel)
-ANSWER = "MXCOMPAT-ANSWER "
+from kit.common.errors import EXIT_BROKEN, EXIT_USAGE, EnvBuildError, KitError, UsageError
+from kit.common.main_protocol import ANSWER
 
 
 class KernelProgramError(EnvBuildError):
@@ -86,8 +84,8 @@ def run_kernel_main(
         answer = None
     if proc.returncode == 0 and isinstance(answer, dict):
         return answer
-    if proc.returncode in (2, 3) and isinstance(answer, dict) and "error" in answer:
-        cls = UsageError if proc.returncode == 2 else KitError
+    if proc.returncode in (EXIT_USAGE, EXIT_BROKEN) and isinstance(answer, dict) and "error" in answer:
+        cls = UsageError if proc.returncode == EXIT_USAGE else KitError
         raise cls(answer["error"], hint=answer.get("hint"))
     tail = "\n".join((err or out).strip().splitlines()[-8:]) or "no output"
     raise KernelProgramError(

@@ -16,7 +16,7 @@ from kit.common import artifacts, verdicts
 from kit.common.capabilities import C_PREDICT_API
 from kit.common.errors import KitError
 from kit.kernel import adapters, mxapi, remedies, zoo
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 
 RECORD = "record.json"
 
@@ -99,7 +99,7 @@ def _write(work, api, out):
 
 
 def from_request(req):
-    """``python -m kit.kernel.convert REQUEST.json``: answers the record (kit.kernel.main_protocol); exit 3
+    """``python -m kit.kernel.convert REQUEST.json``: answers the record (kit.common.main_protocol); exit 3
     with ``{"error", "hint"}`` when the remedy cannot be turned into files."""
     return convert(
         req["release"],

@@ -21,7 +21,7 @@ from kit.common import artifacts
 from kit.common.capabilities import FOREIGN_API as API
 from kit.kernel import internals, mxapi
 from kit.kernel.fingerprint import fingerprint
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 from kit.kernel.mxapi import split_params
 
 SYMBOL, PARAMS = "model-symbol.json", "model-0000.params"
@@ -250,7 +250,7 @@ def _recorded_version(raw):
 
 def from_request(request):
     """``python -m kit.kernel.foreign REQUEST.json`` (``{"release", "folder", "spec"}``): prepare a staged
-    checkpoint; answers its param version and output count (kit.kernel.main_protocol). A checkpoint that does
+    checkpoint; answers its param version and output count (kit.common.main_protocol). A checkpoint that does
     not fit its declared inputs is exit 2 with ``{"error", "hint"}``: the user's input."""
     mxapi.prepare_kernel()
     spec = request["spec"]

@@ -31,7 +31,7 @@ from kit.common.errors import KitError, UsageError
 from kit.common.versions import same_release
 from kit.kernel import adapters, internals, mxapi, zoo
 from kit.kernel.fingerprint import fingerprint
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 
 CASE_NOTE = "the MBCC checker's test data (-data 'data') and the outputs it recorded before saving (-inference)"
 SAVED_BY = "MXNet's model backwards-compatibility checker (MBCC); the machine that saved the files is not recorded"
@@ -250,7 +250,7 @@ def run(spec):
 
 
 def from_request(spec):
-    """``python -m kit.kernel.mbcc_import JOBS.json``: answers ``{"results"}`` (kit.kernel.main_protocol); a
+    """``python -m kit.kernel.mbcc_import JOBS.json``: answers ``{"results"}`` (kit.common.main_protocol); a
     wrong environment is exit 2 with ``{"error", "hint"}``."""
     try:
         return {"results": run(spec)}

@@ -9,7 +9,7 @@ request a line on stdin and answers one JSON line on stdout:
   ``{"ok": false, "phase": "session"|"run", "error_type", "error", "traceback"}``, the error verbatim.
 
 It keeps the sessions of the last :data:`MAX_SESSIONS` models (a run's cells ask for each model a few times in
-a row). ``python -m kit.kernel.onnx_worker REQUEST.json`` only greets, as kit.kernel.main_protocol answers: the
+a row). ``python -m kit.kernel.onnx_worker REQUEST.json`` only greets, as kit.common.main_protocol answers: the
 environment's probe.
 """
 
@@ -97,7 +97,7 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:  # a probe (``env create``/``doctor``): the greeting as the kit's answer, then done
-        from kit.kernel.main_protocol import serve
+        from kit.common.main_protocol import serve
 
         sys.exit(serve(lambda request: greeting()))
     sys.exit(main())

@@ -1,7 +1,7 @@
 """Health probe run inside an environment: ``python -m kit.kernel.probe REQUEST.json`` (``{"release"}``).
 
 Imports MXNet, runs a tiny forward pass checked against numpy, draws a figure
-with matplotlib and builds a pandas DataFrame, and answers (kit.kernel.main_protocol) the
+with matplotlib and builds a pandas DataFrame, and answers (kit.common.main_protocol) the
 fingerprint plus ``forward_ok``, ``forward_max_abs_error``, ``matplotlib`` and
 ``pandas`` (their versions, None with ``*_error`` where they fail).
 """
@@ -9,7 +9,7 @@ fingerprint plus ``forward_ok``, ``forward_max_abs_error``, ``matplotlib`` and
 import sys
 
 from kit.kernel.fingerprint import fingerprint
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 
 
 def forward_check():

@@ -11,7 +11,7 @@ import sys
 from kit.common import artifacts
 from kit.common.errors import KitError
 from kit.kernel import adapters, internals, mxapi, zoo
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 
 
 def recompute(request):

@@ -1,4 +1,4 @@
-"""How a kernel-side program answers the host: the other half of :mod:`kit.envs.kernel_process`.
+"""How a kernel-side program answers the host (kit.envs.kernel_process starts it): what both sides agree on.
 
 ``python -m kit.kernel.X REQUEST.json`` reads one JSON request and answers on its last stdout line that
 starts with :data:`ANSWER` (what else it or MXNet prints is ignored), with one exit code convention:
