@@ -27,28 +27,8 @@ from typing import Callable
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.store.layout import CHECKS, MAX_JSON_VAR, CorruptBlob, Ref, byte_cap, loads_json, too_big
+from kit.store.layout import CHECKS, CorruptBlob, Ref, loads_json
 from kit.store.local import LocalStore
-
-
-def _read_or_none(store, rel: str) -> bytes | None:
-    """The JSON blob ``rel`` of ``store`` (under the JSON cap), None when there is none; StoreError when it
-    exists but cannot be read."""
-    reader = getattr(store, "read_blob_or_none", None)
-    if reader is not None:
-        return reader(rel, json_blob=True)
-    if not isinstance(store, LocalStore):
-        return store.read_blob(rel)  # a store kind that cannot tell "missing" from "unreadable": unreadable
-    try:
-        with open(store.root / rel, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > byte_cap(MAX_JSON_VAR):
-                raise too_big(f"{store.url}/{rel}", size, MAX_JSON_VAR)
-            return f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise StoreError(f"cannot read {store.url}/{rel}: {e}") from None
 
 
 def _parse_checks(data: bytes, where: str) -> dict:
@@ -61,7 +41,7 @@ def _parse_checks(data: bytes, where: str) -> dict:
 def read_checks(store) -> dict:
     """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log; {}
     when there is none yet. StoreError when it cannot be read, :class:`CorruptBlob` when it is no check log."""
-    data = _read_or_none(store, CHECKS)
+    data = store.read_blob_or_none(CHECKS, json_blob=True)
     return {} if data is None else _parse_checks(data, f"{store.url}/{CHECKS}")
 
 
@@ -71,7 +51,7 @@ def record_checks(store, records: list[dict], run_id: str, on_event: Callable[[s
     (StoreError); a corrupt one is kept aside as ``checks.json.corrupt-<UTC time>`` and a new log started, which
     ``on_event`` (else a warning) is told."""
     with store.exclusive(CHECKS, run_id) as held:
-        data = _read_or_none(store, CHECKS)
+        data = store.read_blob_or_none(CHECKS, json_blob=True)
         try:
             checks = {} if data is None else _parse_checks(data, f"{store.url}/{CHECKS}")
         except CorruptBlob as e:

@@ -14,7 +14,16 @@ from pathlib import Path
 from kit.common.errors import StoreError
 from kit.home import KitHome
 from kit.common import artifacts
-from kit.store.layout import INDEX, Ref, build_index, local_path, refs_from_manifest_paths
+from kit.store.layout import (
+    MAX_JSON_VAR,
+    INDEX,
+    Ref,
+    build_index,
+    byte_cap,
+    local_path,
+    refs_from_manifest_paths,
+    too_big,
+)
 
 
 class LocalStore:
@@ -120,8 +129,21 @@ class LocalStore:
             raise StoreError(f"cannot write {self.url}/{rel}: {e}") from None
 
     def read_blob(self, rel: str) -> bytes:
+        data = self.read_blob_or_none(rel)
+        if data is None:
+            raise StoreError(f"cannot read {self.url}/{rel}: no such file")
+        return data
+
+    def read_blob_or_none(self, rel: str, *, json_blob: bool = False) -> bytes | None:
+        """``rel``'s bytes (a ``json_blob`` under the JSON cap, as S3's), None when there is no such file."""
         try:
-            return local_path(self.root, rel).read_bytes()
+            with open(local_path(self.root, rel), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if json_blob and size > byte_cap(MAX_JSON_VAR):
+                    raise too_big(f"{self.url}/{rel}", size, MAX_JSON_VAR)
+                return f.read()
+        except FileNotFoundError:
+            return None
         except OSError as e:
             raise StoreError(f"cannot read {self.url}/{rel}: {e}") from None
 

@@ -45,10 +45,10 @@ from kit.store.layout import (
     local_path,
     refs_from_manifest_paths,
     staging_prefix,
-    sweep,
     too_big,
 )
 from kit.store.local import LocalStore
+from kit.store.sweep import sweep
 
 #: reads of an artifact that another run is replacing, before giving up
 READ_ATTEMPTS = 5
@@ -219,14 +219,6 @@ class S3Store:
             return None
         return b"".join(self._stream(rel, answer, var)), answer.get("ETag")
 
-    def get_bytes(self, rel: str) -> bytes:
-        return self.read_object(rel)[0]
-
-    def get_bytes_or_none(self, rel: str, *, json_blob: bool = False) -> bytes | None:
-        """``rel``'s bytes, None when there is no such object (an artifact being replaced lacks its manifest)."""
-        answer = self.read_object(rel, json_blob=json_blob, missing_ok=True)
-        return None if answer is None else answer[0]
-
     def read_json(self, rel: str):
         """``rel`` parsed as JSON; :class:`CorruptBlob` when it is not JSON, too deep or too big."""
         return loads_json(self.read_object(rel, json_blob=True)[0], f"{self.url}/{rel}")
@@ -241,7 +233,7 @@ class S3Store:
     def manifest_or_none(self, ref: Ref) -> dict | None:
         """The manifest of ``ref``, None when there is none (or it is corrupt: not a complete artifact)."""
         try:
-            data = self.get_bytes_or_none(f"{ref.rel}/{artifacts.MANIFEST}", json_blob=True)
+            data = self.read_blob_or_none(f"{ref.rel}/{artifacts.MANIFEST}", json_blob=True)
             return None if data is None else self._parse_manifest(ref, data)
         except CorruptBlob:
             return None
@@ -405,7 +397,7 @@ class S3Store:
 
     def _download_once(self, ref: Ref, dest: LocalStore) -> None:
         manifest_key = f"{ref.rel}/{artifacts.MANIFEST}"
-        manifest_bytes = self.get_bytes_or_none(manifest_key, json_blob=True)
+        manifest_bytes = self.read_blob_or_none(manifest_key, json_blob=True)
         if manifest_bytes is None:
             raise _Changed()  # listed a moment ago: being replaced
         try:
@@ -422,7 +414,7 @@ class S3Store:
                 if self._fetch(f"{ref.rel}/{name}", local_path(staged, name)) != digest:
                     bad.append(name)
             if bad:
-                if self.get_bytes_or_none(manifest_key, json_blob=True) != manifest_bytes:
+                if self.read_blob_or_none(manifest_key, json_blob=True) != manifest_bytes:
                     raise _Changed()
                 raise StoreError(
                     f"refusing {self.url}/{ref.rel}: sha256 mismatch in {', '.join(bad)}",
@@ -434,7 +426,7 @@ class S3Store:
             shutil.rmtree(staged, ignore_errors=True)
 
     def sweep(self, run_id: str | None = None, on_event: Callable[[str], None] = lambda m: None) -> list[str]:
-        """Remove what uploads that died midway left (:func:`kit.store.layout.sweep`); the keys removed."""
+        """Remove what uploads that died midway left (:func:`kit.store.sweep.sweep`); the keys removed."""
         return sweep(self, run_id, on_event)
 
     # -- other files and listings ---------------------------------------------------------------------------
@@ -444,11 +436,12 @@ class S3Store:
         self._put(rel, data)
 
     def read_blob(self, rel: str) -> bytes:
-        return self.get_bytes(rel)
+        return self.read_object(rel)[0]
 
     def read_blob_or_none(self, rel: str, *, json_blob: bool = False) -> bytes | None:
-        """``rel``'s bytes, None when there is no such object."""
-        return self.get_bytes_or_none(rel, json_blob=json_blob)
+        """``rel``'s bytes, None when there is no such object (an artifact being replaced lacks its manifest)."""
+        answer = self.read_object(rel, json_blob=json_blob, missing_ok=True)
+        return None if answer is None else answer[0]
 
     def objects(self, prefix: str) -> Iterator[tuple[str, dict]]:
         """``(rel, listed object)`` under ``prefix``, fetched a page at a time: memory holds one page, whatever
