@@ -4,13 +4,13 @@ never from a path a file in the run folder spells (a copied or edited run folder
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from kit.common import artifacts
 from kit.common.capabilities import LOAD_APIS
 from kit.common.errors import UsageError
 from kit.home import KitHome
+from kit.results import records
 from kit.results.cells import Cell
 from kit.results.runs import Run
 
@@ -41,10 +41,4 @@ def read_record(run: Run, cell: Cell) -> dict:
     path = run.dir / "records" / f"{cell.slug}.json"
     if not path.is_file():
         raise UsageError(f"run {run.id} has no record of {cell}", hint=f"cells are listed in {run.dir}/records.csv")
-    try:
-        record = artifacts.read_json(str(path))
-    except ValueError as e:
-        raise UsageError(f"the record of {cell} in run {run.id} is not readable JSON: {e}") from None
-    if not isinstance(record, dict) or "verdict" not in record:
-        raise UsageError(f"the record of {cell} in run {run.id} is not a record: {json.dumps(record)[:200]}")
-    return record
+    return records.read_record(path, UsageError)

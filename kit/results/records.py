@@ -27,15 +27,22 @@ def load_records(run_dir: str | Path) -> list[dict]:
     records = []
     for name in names:  # a name starting with "." is a kernel's in-flight marker, not a record
         path = os.path.join(folder, name)
-        try:
-            rec = artifacts.read_json(path)
-        except ValueError as e:
-            raise KitError(f"the record {path} is not readable JSON: {e}") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("verdict"), (str, type(None))):
-            raise KitError(f"{path} is not a record (a JSON object with a verdict)")
+        rec = read_record(path)
         rec["record_file"] = path
         records.append(rec)
     return records
+
+
+def read_record(path: str | Path, error=KitError) -> dict:
+    """The record at ``path``; ``error`` (the kit's) naming the file when it is not JSON, nested too deep to
+    read, or not a record (a JSON object with a verdict)."""
+    try:
+        rec = artifacts.read_json(str(path))
+    except ValueError as e:
+        raise error(f"the record {path} is not readable JSON: {e}") from None
+    if not isinstance(rec, dict) or not isinstance(rec.get("verdict", 0), (str, type(None))):  # key required
+        raise error(f"{path} is not a record (a JSON object with a verdict)")
+    return rec
 
 
 def load_finished(run) -> tuple[dict, list[dict], dict]:
