@@ -323,14 +323,14 @@ class Soak:
         def edit(folder):
             params = sorted(folder.glob("*.params"))[0]
             hostile.huge_first_array(params)
-            hostile._rehash(folder, params.name)
+            hostile.rehash(folder, params.name)
 
         return self._hostile(run_id, "a .params declaring 2**40 rows", edit)
 
     def fault_npz_bomb(self, run_id):
         def edit(folder):
             hostile.npz_declaring(folder / artifacts.REFERENCE)
-            hostile._rehash(folder, artifacts.REFERENCE)
+            hostile.rehash(folder, artifacts.REFERENCE)
 
         return self._hostile(run_id, "a reference.npz declaring 4 TB", edit)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, kit_env
+from hostile import rehash  # noqa: F401  (the tests import it from here)
 from kit.envs.interpreters import InterpreterFinder
 
 OLDEST = "1.0.0.post4"
@@ -244,15 +245,6 @@ def s3env(s3_server, monkeypatch):
     for k, v in s3_server["env"].items():
         monkeypatch.setenv(k, v)
     return s3_server
-
-
-def rehash(folder: Path, name: str) -> None:
-    """Update an artifact manifest's sha256 of ``name``, so a deliberate change gets past the hash check."""
-    from kit.common import artifacts
-
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"][name] = artifacts.sha256_file(str(folder / name))
-    (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
 def scale_weight(kit_home: Path, params: Path, suffix: str, expression: str) -> None:

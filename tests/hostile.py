@@ -44,7 +44,8 @@ def _write(folder: Path, manifest: dict) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
-def _rehash(folder: Path, *names: str) -> None:
+def rehash(folder: Path, *names: str) -> None:
+    """Update an artifact manifest's sha256 of ``names``, so a deliberate change gets past the hash check."""
     manifest = _manifest(folder)
     for name in names:
         manifest["files"][name] = _sha(folder / name)
@@ -115,11 +116,11 @@ def build(source: Path, store: Path, release: str, outside: Path) -> dict:
 
     f = copy("h_huge_params")
     huge_first_array(f / "model-0000.params")
-    _rehash(f, "model-0000.params")
+    rehash(f, "model-0000.params")
 
     f = copy("h_npz_shape")
     npz_declaring(f / "reference.npz")
-    _rehash(f, "reference.npz")
+    rehash(f, "reference.npz")
 
     f = copy("h_symlink_out")
     target = outside / "model-0000.params"

@@ -23,7 +23,7 @@ PROGRAM = """
 import json, os, resource, sys, time
 sys.path.insert(0, {repo!r})
 from kit.common.errors import KitError, UsageError
-from kit.kernel.main_protocol import serve
+from kit.common.main_protocol import serve
 
 def handle(request):
     what = request["do"]
