@@ -10,7 +10,8 @@ from kit.cli.options import handle_errors, jobs_option
 from kit.cli.tables import format_table, human_size
 from kit.common.errors import EXIT_BROKEN, KitError, UsageError
 from kit.envs import kernelspecs, onnx_path, releases
-from kit.envs.manager import EnvManager
+from kit.common.versions import is_runtime
+from kit.envs.manager import EnvManager, runtime_line
 from kit.home import KitHome
 
 
@@ -58,6 +59,15 @@ def env_create(
       mxcompat env create --name 1.9.2rc0 --wheel ./mxnet-1.9.2rc0-py3-none-linux_x86_64.whl
       mxcompat env create onnx          (the ONNX path: 1.9.1 with its exporter, and ONNX Runtime)
       mxcompat env create onnx-1.5.1    (an older exporter, and ONNX Runtime)
+      mxcompat env create 1.9.1+py3.12+numpy1.26.4 1.9.1+py3.13+numpy2.1.3 1.6.0+mkl 1.7.0.post2+native
+
+    \b
+    A runtime, RELEASE+TAG[+TAG...], is a release with what changes under it: pyX.Y (the interpreter),
+    numpyX.Y.Z (installed past the release's own numpy pin), mkl / native (the mxnet-mkl / mxnet-native
+    build of that version), MXNET_NAME=VALUE (a switch set in its kernel). One that does not import gets
+    the runtime remedies its error calls for (the NumPy names it reads, given back; distutils from
+    setuptools), kept only when it then computes what its release's environment computes (built first
+    when missing). `env list` shows how each imports.
     """
     manager = EnvManager()
     custom = name or wheel or spec
@@ -80,12 +90,19 @@ def env_create(
             )
         wanted = []
         for v in dict.fromkeys(versions):  # a name of the ONNX path builds its exporter and the runtime
-            for release in onnx_path.environments(v) or [releases.get(v)]:
+            if is_runtime(v):  # a runtime is checked against its release's environment: built first if missing
+                runtime = manager.resolve(v)
+                found = [e for e in manager.list() if e.name == runtime.canonical and e.state == "ready"]
+                picked = ([] if found else [releases.get(runtime.canonical)]) + [runtime]
+            else:
+                picked = onnx_path.environments(v) or [releases.get(v)]
+            for release in picked:
                 if release not in wanted:
                     wanted.append(release)
     plans = [manager.build_plan(r, allow_fallback=allow_fallback, python=python) for r in wanted]
     for p in plans:
         how = " (fallback: --no-deps on the host Python)" if p.fallback else ""
+        how += f" ({p.release.quirks[0]})" if p.release.is_runtime else ""
         click.echo(
             f"{p.name}: Python {'.'.join(map(str, p.interpreter.version))} "
             f"from {p.interpreter.source} ({p.interpreter.path}){how}"
@@ -130,7 +147,8 @@ def env_table(rows: list[tuple[str, object, dict]]) -> str:
 @env_group.command("list", short_help="Show every environment: versions, kernel, size, health.")
 @handle_errors
 def env_list():
-    """Show every environment: release, Python, numpy, matplotlib, pandas, kernel, size, health, fallback."""
+    """Show every environment: release or runtime, Python, numpy, matplotlib, pandas, kernel, size, health,
+    fallback, and how a runtime imports (under which remedies; whether it reproduces its release)."""
     manager = EnvManager()
     rows = [
         (
@@ -141,6 +159,7 @@ def env_list():
                 "size": human_size(e.size_bytes()),
                 "health": e.state,
                 "fallback": "yes" if e.fallback else "no",
+                "runtime": runtime_line(e.runtime) if e.runtime else "-",
             },
         )
         for e in manager.list()

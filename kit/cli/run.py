@@ -48,6 +48,12 @@ from kit.home import KitHome
     "four cases), lenet:*, *:export. Narrows --models and --apis; without --models any zoo model matches.",
 )
 @click.option("--forward", is_flag=True, help="Also load artifacts of newer releases in older ones (reported apart).")
+@click.option(
+    "--strict-runtimes",
+    is_flag=True,
+    help="Runtime cells (a release's artifacts in another runtime of it, RELEASE+TAG..., and back) and runtimes "
+    "that do not import decide the exit code too; without it they are reported apart, like forward cells.",
+)
 @store_option()
 @click.option("--retrain", is_flag=True, help="Retrain and replace artifacts already in the store.")
 @click.option(
@@ -82,6 +88,7 @@ def run_cmd(
     apis,
     cells,
     forward,
+    strict_runtimes,
     jobs,
     run_id,
     store,
@@ -155,6 +162,7 @@ def run_cmd(
             apis=csv_list(apis),
             cells=csv_list(cells),
             forward=forward,
+            strict_runtimes=strict_runtimes,
             tolerance=request.parse_tolerance(tolerance),
             retrain=retrain,
             epochs=epochs,

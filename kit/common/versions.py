@@ -12,7 +12,7 @@ _RELEASE = re.compile(
     r"(?:[._-]?(?P<pre>a|b|rc|alpha|beta)[._-]?(?P<prenum>\d*))?"
     r"(?:[._-]?post[._-]?(?P<post>\d*))?"
     r"(?:[._-]?dev[._-]?(?P<dev>\d*))?"
-    r"(?:\+(?P<local>[0-9A-Za-z.]+))?\s*$"
+    r"\s*$"
 )
 _PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2}
 
@@ -20,14 +20,36 @@ _PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2}
 REPORTS = {"2.0.0a0": "2.0.0"}
 
 
+#: joins a release and what changes under it into a runtime's name: ``1.9.1+py3.12+numpy1.26.4``
+RUNTIME_SEPARATOR = "+"
+
+
+def release_of(name):
+    """The release a runtime name runs (``1.9.1+py3.12`` gives ``1.9.1``); a release name is its own."""
+    return str(name).split(RUNTIME_SEPARATOR, 1)[0]
+
+
+def runtime_tags(name):
+    """What a runtime name changes under its release, in the order written (``("py3.12", "numpy1.26.4")``);
+    ``()`` for a release's canonical environment."""
+    parts = str(name).split(RUNTIME_SEPARATOR)
+    return tuple(parts[1:])
+
+
+def is_runtime(name):
+    """True for a runtime name (a release with tags), False for a release's own name."""
+    return RUNTIME_SEPARATOR in str(name)
+
+
 def parse_release(text):
     """Parse a release string into a comparable tuple.
 
     The tuple is ``(numbers, pre, post)``: numbers padded to three parts, ``pre``
     a pair that sorts release candidates before the final release, ``post`` the
-    post-release ``(1, n)``, ``(0, 0)`` when absent (so 1.1.0 < 1.1.0.post0). Raises ValueError on anything else.
+    post-release ``(1, n)``, ``(0, 0)`` when absent (so 1.1.0 < 1.1.0.post0). A runtime's tags
+    (``1.9.1+py3.12+numpy1.26.4``) do not change its place: it is its release's. Raises ValueError on anything else.
     """
-    m = _RELEASE.match(str(text))
+    m = _RELEASE.match(release_of(text))
     if not m:
         raise ValueError("not an MXNet release string: %r" % (text,))
     nums = tuple(int(p) for p in m.group("nums").split("."))
@@ -76,14 +98,21 @@ def at_least(release, minimum):
     return (nums, pre) >= (mnums, mpre)
 
 
+#: the direction of a cell whose two sides run the same release in different runtimes
+RUNTIME_DIRECTION = "runtime"
+
+
 def direction(saved, loaded):
-    """``backward`` (an artifact of an older release loaded in a newer one), ``same``, ``forward``, or
+    """``backward`` (an artifact of an older release loaded in a newer one), ``same``, ``forward``,
+    ``runtime`` (the same release, saved or loaded in another runtime: ``1.9.1`` in ``1.9.1+py3.12``), or
     ``unknown`` when either is a custom name (``rc-build``) that has no place in release order."""
     try:
         a, b = release_key(saved), release_key(loaded)
     except ValueError:
         return "unknown"
-    return "same" if a == b else ("backward" if a < b else "forward")
+    if a == b:
+        return "same" if runtime_tags(saved) == runtime_tags(loaded) else RUNTIME_DIRECTION
+    return "backward" if a < b else "forward"
 
 
 def sort_key(name):

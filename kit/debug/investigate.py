@@ -17,7 +17,7 @@ from kit.results.cells import Cell
 from kit.envs.manager import EnvManager
 from kit.common.errors import KitError, UsageError
 from kit.debug.run_files import cell_artifact, run_store
-from kit.envs import kernel_process, limits
+from kit.envs import kernel_process, kernelspecs, limits
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
@@ -78,7 +78,7 @@ def investigate_cell(
         run_notebook(
             NOTEBOOKS / "investigate.ipynb",
             notebook,
-            f"mxnet-{cell.loaded}",
+            kernelspecs.kernel_name(cell.loaded),
             {
                 "release": cell.loaded,
                 "store": str(store),

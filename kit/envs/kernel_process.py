@@ -41,6 +41,7 @@ def run_kernel_main(
     timeout: float = 900,
     memory: int | None = None,
     log: Path | None = None,
+    extra_env: dict | None = None,
 ) -> dict:
     """Run ``python -m module REQUEST.json`` on ``request``; its answer.
 
@@ -48,7 +49,7 @@ def run_kernel_main(
     with the program's own ``error`` and ``hint``, and :class:`KernelProgramError` when it crashed, gave no
     answer or ran past ``timeout`` seconds (then it and its children are killed). ``memory``: the
     address-space limit in bytes (default :func:`kit.envs.limits.kernel_memory`). ``log``: the command and
-    everything it printed are appended there.
+    everything it printed are appended there. ``extra_env``: variables set for it on top of the kernels' rule.
     """
     with tempfile.TemporaryDirectory(prefix="mxcompat-request-") as tmp:
         request_file = Path(tmp) / "request.json"
@@ -61,7 +62,7 @@ def run_kernel_main(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=kernel_env(),
+            env={**kernel_env(), **(extra_env or {})},
             cwd=str(cwd) if cwd else None,
             start_new_session=True,  # a timeout ends the whole group: MXNet's and ONNX Runtime's children too
         )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +15,17 @@ from kit.home import KitHome
 from kit.common.artifacts import write_json_atomic
 
 KERNEL_PREFIX = "mxnet-"
+_JUPYTER_NAME = re.compile(r"^[a-z0-9._-]+\Z")  # what jupyter_client accepts as a kernel name
+
+
+def kernel_name(env_name: str) -> str:
+    """The kernel of environment ``env_name``: ``mxnet-1.9.1``; a runtime's name, which Jupyter would refuse
+    (``+``, ``=``, capitals), as a readable slug with a short hash (``mxnet-1.9.1_py3.12-3f2a1c``)."""
+    name = KERNEL_PREFIX + env_name
+    if _JUPYTER_NAME.match(name):
+        return name
+    slug = re.sub(r"[^a-z0-9.-]+", "_", env_name.lower())
+    return f"{KERNEL_PREFIX}{slug}-{hashlib.sha1(env_name.encode()).hexdigest()[:6]}"
 
 
 def write_kernelspec(

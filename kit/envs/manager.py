@@ -24,13 +24,15 @@ from kit.envs import kernel_process
 from kit.envs import kernelspecs
 from kit.envs import onnx_path
 from kit.envs import releases
+from kit.envs import runtime_remedies
+from kit.envs import runtimes
 from kit.envs import syslibs
 from kit.common.artifacts import write_json_atomic
 from kit.common.names import is_safe_name
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError, UsageError
 from kit.home import REPO_ROOT, KitHome
 from kit.envs.interpreters import Interpreter, InterpreterFinder
-from kit.common.versions import RELEASE_VERSION_VARIABLE, same_release, sort_key
+from kit.common.versions import RELEASE_VERSION_VARIABLE, is_runtime, same_release, sort_key
 from kit.envs.releases import Release
 from kit.envs.uv import run_logged, uv_binary
 
@@ -97,13 +99,23 @@ class Env:
 
     @property
     def kernel_name(self) -> str:
-        return kernelspecs.KERNEL_PREFIX + self.name
+        return kernelspecs.kernel_name(self.name)
 
     @property
     def state(self) -> str:
+        """ready, incomplete, broken, or a runtime's failing verdict ("does not import", "remedy changes
+        outputs")."""
         if self.marker is None:
             return "incomplete"
+        if self.runtime and self.runtime.get("verdict") not in runtime_remedies.USABLE:
+            return self.runtime["verdict"]
         return "ready" if self.python.exists() else "broken"
+
+    @property
+    def runtime(self) -> dict | None:
+        """A runtime's record (kit.envs.runtime_remedies.settle): how it imports, under which remedies, and how
+        its operators compare with its release's canonical environment; None for a release's own environment."""
+        return (self.marker or {}).get("runtime")
 
     @property
     def release(self) -> Release | None:
@@ -188,7 +200,7 @@ class EnvManager:
         return env
 
     def resolve(self, name: str) -> Release:
-        """A release by name: the table's, or a custom one created earlier."""
+        """A release by name: the table's, a custom one created earlier, or a runtime (``1.9.1+py3.12``)."""
         if name in releases.RELEASES:
             return releases.RELEASES[name]
         if onnx_path.find(name) is not None:
@@ -196,8 +208,10 @@ class EnvManager:
         path = self.home.env_dir(name)
         if path.is_dir():
             env = self._load(path)
-            if env.release is not None:
+            if env.release is not None and env.release.custom:
                 return env.release
+        if is_runtime(name):
+            return runtimes.release_for(name)
         return releases.get(name)  # raises with the list of known releases
 
     def _load(self, path: Path) -> Env:
@@ -210,8 +224,13 @@ class EnvManager:
 
     # -- planning -----------------------------------------------------------------------------
     def build_plan(self, release: Release, *, allow_fallback: bool = False, python: str | None = None) -> BuildPlan:
-        """Check everything a build needs (interpreter, system libraries) before any work starts."""
+        """Check everything a build needs (interpreter, system libraries; a runtime's packages for its Python)
+        before any work starts."""
         syslibs.require(release.system_libs, needed_by=release.name)
+        if release.is_runtime:
+            interp = self.finder.require(release.python, explicit=python, needed_by=release.name)
+            runtimes.check_installable(release, uv_binary())
+            return BuildPlan(release, interp, False)
         if python:
             return BuildPlan(
                 release, self.finder.require(release.python, explicit=python, needed_by=release.name), False
@@ -246,19 +265,21 @@ class EnvManager:
         self.home.logs.mkdir(parents=True, exist_ok=True)
         uv = uv_binary()  # resolved once, here: uv's finder is not thread-safe
         results = []
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(self._build_one, plan, uv, force): plan for plan in plans}
-            for fut in as_completed(futures):
-                plan = futures[fut]
-                try:
-                    result = fut.result()
-                except KitError as e:
-                    result = BuildResult(plan.name, "failed", 0.0, e)
-                except Exception as e:  # a bug or an OS error in one build must not hide the others' results
-                    result = BuildResult(plan.name, "failed", 0.0, EnvBuildError(f"{type(e).__name__}: {e}"))
-                results.append(result)
-                if on_done:
-                    on_done(result)
+        # releases first: a runtime is verified against its release's canonical environment
+        for phase in ([p for p in plans if not p.release.is_runtime], [p for p in plans if p.release.is_runtime]):
+            with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+                futures = {pool.submit(self._build_one, plan, uv, force): plan for plan in phase}
+                for fut in as_completed(futures):
+                    plan = futures[fut]
+                    try:
+                        result = fut.result()
+                    except KitError as e:
+                        result = BuildResult(plan.name, "failed", 0.0, e)
+                    except Exception as e:  # a bug or an OS error in one build must not hide the others' results
+                        result = BuildResult(plan.name, "failed", 0.0, EnvBuildError(f"{type(e).__name__}: {e}"))
+                    results.append(result)
+                    if on_done:
+                        on_done(result)
         order = {p.name: i for i, p in enumerate(plans)}
         return sorted(results, key=lambda r: order[r.name])
 
@@ -273,6 +294,9 @@ class EnvManager:
             except KitError as e:
                 return BuildResult(plan.name, "failed", time.monotonic() - started, e)
         notes = [f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in skipped]
+        runtime = self._load(self.home.env_dir(plan.name)).runtime
+        if runtime:
+            notes.insert(0, runtime_line(runtime))
         return BuildResult(plan.name, "created", time.monotonic() - started, notes=notes)
 
     def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
@@ -300,8 +324,13 @@ class EnvManager:
         )
         python = str(path / "bin" / "python")
         skipped = []
+        overrides = []
+        if plan.release.overrides:  # a runtime's numpy, installed past the release's own pin
+            override_file = self.home.logs / f"env-{plan.name}.overrides.txt"
+            override_file.write_text("\n".join(plan.release.overrides) + "\n")
+            overrides = ["--override", str(override_file)]
         for step in plan.install_steps():
-            argv = [uv, "pip", "install", "--python", python] + (["--no-deps"] if step.no_deps else [])
+            argv = [uv, "pip", "install", "--python", python, *overrides] + (["--no-deps"] if step.no_deps else [])
             what = f"installing {' '.join(step.requirements)} for {plan.name}"
             try:
                 run_logged(argv + step.requirements, log, what=what)
@@ -333,16 +362,7 @@ class EnvManager:
             log,
             what=f"compiling {plan.name}'s packages to bytecode",
         )
-        probe = self._probe(Env(plan.name, path, None), log, plan.release)
         steps = [step.to_dict() for step in plan.install_steps()]
-        problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
-        if problems:
-            raise EnvBuildError(
-                f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
-            )
-        fb = " fallback" if plan.fallback else ""
-        if plan.release.has_mxnet:
-            self._register_kernel(plan, python, fb)
         marker = {
             "release": plan.release.to_dict(),
             "fallback": plan.fallback,
@@ -351,25 +371,83 @@ class EnvManager:
                 "version": list(plan.interpreter.version),
                 "source": plan.interpreter.source,
             },
-            "probe": probe,
             "install_steps": steps,
             "skipped_optional": skipped,
             "kit_version": kit.__version__,
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_seconds": round(time.monotonic() - started, 2),
         }
+        if plan.release.is_runtime:
+            marker["runtime"] = self._settle_runtime(plan, path, purelib, uv, log, marker)
+        probe = self._probe(Env(plan.name, path, None), log, plan.release)
+        problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
+        if problems:
+            raise EnvBuildError(
+                f"environment {plan.name} was built but does not work: " + "; ".join(problems), hint=f"full log: {log}"
+            )
+        fb = " fallback" if plan.fallback else ""
+        if plan.release.has_mxnet:
+            self._register_kernel(plan, python, fb)
+        marker["probe"] = probe
+        if plan.release.is_runtime:
+            self._verify_runtime(plan, marker, log)
+        marker.update(
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            build_seconds=round(time.monotonic() - started, 2),
+        )
         write_json_atomic(str(path / MARKER), marker)
         return skipped
 
+    def _settle_runtime(self, plan: BuildPlan, path: Path, purelib: str, uv: str, log: Path, marker: dict) -> dict:
+        """Make a runtime import with the remedies its errors call for; a runtime no remedy makes import keeps
+        its marker (``env list`` shows why) and fails the build with the error verbatim."""
+        started = time.monotonic()
+        runtime = runtime_remedies.settle(plan.release, path, purelib, uv, log)
+        runtime["settle_seconds"] = round(time.monotonic() - started, 2)
+        if runtime["verdict"] == runtime_remedies.DOES_NOT_IMPORT:
+            marker["runtime"] = runtime
+            write_json_atomic(str(path / MARKER), marker)
+            tried = ", ".join(r["name"] for r in runtime["remedies"]) or "none applied"
+            raise EnvBuildError(
+                f"runtime {plan.name} does not import (remedies tried: {tried}):\n"
+                + (runtime.get("last_error") or runtime.get("error") or ""),
+                hint=f"full log: {log}",
+            )
+        return runtime
+
+    def _verify_runtime(self, plan: BuildPlan, marker: dict, log: Path) -> None:
+        """Run the operator battery here and in the release's canonical environment; a remedied runtime whose
+        outputs differ fails (its remedy changes numbers), its marker says so."""
+        runtime = marker["runtime"]
+        canonical = self.home.env_dir(plan.release.canonical)
+        canonical_env = self._load(canonical) if canonical.is_dir() else None
+        if canonical_env is None or canonical_env.state != "ready":
+            runtime["verified"] = {"against": plan.release.canonical, "ok": None, "why": "no canonical environment"}
+            return
+        mine = runtime_remedies.battery(str(self.home.env_dir(plan.name) / "bin" / "python"), log)
+        theirs = runtime_remedies.battery(str(canonical_env.python), log)
+        runtime["verified"] = runtime_remedies.verify(mine, theirs, plan.release.canonical)
+        if runtime["verdict"] == runtime_remedies.IMPORTS_UNDER_REMEDY and not runtime["verified"]["ok"]:
+            runtime["verdict"] = runtime_remedies.REMEDY_CHANGES_OUTPUTS
+            kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)  # no kernel runs a failing runtime
+            write_json_atomic(str(self.home.env_dir(plan.name) / MARKER), marker)
+            raise EnvBuildError(
+                f"runtime {plan.name} imports under remedies "
+                + ", ".join(r["name"] for r in runtime["remedies"])
+                + f" but does not reproduce {plan.release.canonical}: "
+                + verification_text(runtime["verified"]),
+                hint="the remedy changes numbers: it is reported as failing, not used",
+            )
+
     def _register_kernel(self, plan: BuildPlan, python: str, fb: str) -> None:
+        env = dict(s.partition("=")[::2] for s in plan.release.switches)  # also set at start by runtime_fix
+        if plan.release.custom:  # a custom release's name is no version: the kernel checks the one it must report
+            env[RELEASE_VERSION_VARIABLE] = plan.release.expected_version or ""
         kernelspecs.write_kernelspec(
             self.home,
             plan.release.kernel_name,
             python,
             display_name=f"MXNet {plan.name} (Python {plan.interpreter.minor}{fb})",
-            metadata={"release": plan.name, "fallback": plan.fallback},
-            # a custom release's name is no version: the kernel checks MXNet against the one it must report
-            env={RELEASE_VERSION_VARIABLE: plan.release.expected_version or ""} if plan.release.custom else None,
+            metadata={"release": plan.name, "fallback": plan.fallback, "canonical": plan.release.canonical},
+            env=env or None,
         )
 
     def _probe(self, env: Env, log: Path | None = None, release: Release | None = None) -> dict:
@@ -423,6 +501,12 @@ class EnvManager:
         return healths
 
     def _check(self, env: Env) -> Health:
+        if env.runtime and env.state not in ("ready", "incomplete", "broken"):
+            runtime = env.runtime
+            why = runtime.get("last_headline") or runtime.get("headline") or ""
+            if runtime.get("verified") and not runtime["verified"].get("ok", True):
+                why = verification_text(runtime["verified"])
+            return Health(env.name, False, [f"runtime {env.state}: {why}"])
         if env.state != "ready":
             return Health(env.name, False, [f"environment is {env.state} (an interrupted or failed build)"])
         problems = []
@@ -440,6 +524,29 @@ class EnvManager:
         expected = _expected_libs(env.marker.get("install_steps", []), env.marker.get("skipped_optional", []))
         problems += _probe_problems(probe, env.release, expected)
         return Health(env.name, not problems, problems, probe)
+
+
+def runtime_line(runtime: dict) -> str:
+    """One line on how a runtime imports: ``imports under remedy numpy-names (18 names), distutils; reproduces
+    1.9.1 (14 operators, max abs 0)``."""
+    remedies = ", ".join(
+        r["name"] + (f" ({len(r['names'])} names)" if r.get("names") else "") for r in runtime.get("remedies", [])
+    )
+    line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != "imports" else "")
+    verified = runtime.get("verified")
+    if verified and verified.get("ok") is not None:
+        line += "; " + verification_text(verified)
+    return line
+
+
+def verification_text(verified: dict) -> str:
+    if verified["ok"]:
+        return (
+            f"reproduces {verified['against']} ({verified['operators']} operators, max abs {verified['max_abs']:.3g})"
+        )
+    parts = [f"{op} max abs {d:.3g}" for op, d in verified["differ"].items()]
+    parts += [f"{op}: {e}" for op, e in verified["fails"].items()]
+    return f"differs from {verified['against']}: " + "; ".join(parts)
 
 
 def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:

@@ -49,9 +49,21 @@ class Release:
     def has_mxnet(self) -> bool:
         return self.kind != "onnxruntime"
 
+    #: a runtime's (kit.envs.runtimes): the table release it runs, the MXNET_* switches its kernel sets
+    #: ("NAME=VALUE") and the requirements installed past the release's own pins (uv overrides)
+    canonical: str | None = None
+    switches: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+
     @property
     def kernel_name(self) -> str:
-        return f"mxnet-{self.name}"
+        from kit.envs.kernelspecs import kernel_name
+
+        return kernel_name(self.name)
+
+    @property
+    def is_runtime(self) -> bool:
+        return self.canonical is not None
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -68,7 +80,7 @@ class Release:
         data = dict(data)
         fb = data.get("fallback")
         data["fallback"] = Fallback(fb["python"], tuple(fb["no_deps"]), tuple(fb["requirements"])) if fb else None
-        for key in ("requirements", "system_libs", "quirks"):
+        for key in ("requirements", "system_libs", "quirks", "switches", "overrides"):
             data[key] = tuple(data.get(key) or ())
         return cls(**data)
 
@@ -228,7 +240,7 @@ def check_name(name: str) -> str:
     if not SAFE_NAME.match(name or ""):
         raise UsageError(
             f"invalid environment name {name!r}",
-            hint="use letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
+            hint="use letters, digits, '.', '_', '+', '=' and '-', starting with a letter or digit",
         )
     return name
 

@@ -86,7 +86,7 @@ def prepare(
     if not SAFE_NAME.match(name) or name in MODEL_NAMES:
         raise UsageError(
             f"model name {name!r} is not usable",
-            hint="pass --name with letters, digits, '.', '_', '+', '-' that is not a zoo model's name",
+            hint="pass --name with letters, digits, '.', '_', '+', '=', '-' that is not a zoo model's name",
         )
     if not inputs and not image:
         raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")

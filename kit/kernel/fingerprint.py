@@ -52,6 +52,17 @@ def kit_env(prefix=None):
     }
 
 
+def runtime_fix(prefix=None):
+    """What a runtime's remedy gives back and sets in this environment (``{"aliases": [names], "switches"}``),
+    or None where no runtime remedy is recorded."""
+    try:
+        with open(os.path.join(prefix or sys.prefix, "mxcompat-runtime.json")) as f:
+            recorded = json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+    return {"aliases": sorted(recorded.get("aliases") or {}), "switches": list(recorded.get("switches") or [])}
+
+
 def fingerprint(release=None):
     """A JSON-able description of this interpreter, numpy, MXNet and machine.
 
@@ -70,10 +81,11 @@ def fingerprint(release=None):
         "cpu": cpu_info(),
         "env": dict((k, v) for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)),
         "kit_env": kit_env(),
+        "runtime_fix": runtime_fix(),
     }
     try:
         import mxnet as mx
-    except ImportError as e:  # recorded, not raised: the caller decides what a missing MXNet means
+    except Exception as e:  # recorded, not raised (np.bool on NumPy 1.24+ is an AttributeError): the caller decides
         info["mxnet"] = None
         info["mxnet_error"] = "%s: %s" % (type(e).__name__, e)
         return info

@@ -26,7 +26,7 @@ from kit.common.errors import KitError, UsageError
 from kit.envs.manager import EnvManager
 from kit.execute.executors import executor_class, get_executor
 from kit.home import KitHome
-from kit.orchestrate.plan import plan, unchecked, waves
+from kit.orchestrate.plan import plan, runtime_entries, unchecked, unusable, waves
 from kit.execute.progress import PROGRESS_DIR, LiveProgress
 from kit.results.records import classify, load_allow_list, load_records
 from kit.orchestrate.request import RunRequest, check_environments, check_writable, store_space_warning, validate
@@ -109,8 +109,9 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
     run.lock()
     try:
         _end_strays(how)
-        steps = plan(req, run, store)
-        skipped = unchecked(req)
+        runtimes = runtime_entries(req, EnvManager(how.home))
+        steps = plan(req, run, store, unusable(runtimes))
+        skipped = unchecked(req, runtimes)
         for entry in skipped:
             how.on_event(f"not checked: {skipped_line(entry)}")
         manifest = {
@@ -123,6 +124,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             "executor": how.executor,
             "steps": {s.id: dict(s.to_dict(), status="pending") for s in steps},
             "skipped": skipped,
+            "runtimes": runtimes,
         }
         run.write_manifest(manifest)
         run.mark_latest()
@@ -176,7 +178,8 @@ def resume(run_id: str, *, limits: dict | None = None, **options) -> RunOutcome:
         runner = how.executor_for(req, run)
         _check_here(req, runner, how)
         store = _working_copy(req, how.home)
-        _replan(manifest, req, plan(req, run, store), store, how.on_event)
+        runtimes = manifest.get("runtimes") if isinstance(manifest.get("runtimes"), list) else []
+        _replan(manifest, req, plan(req, run, store, unusable(runtimes)), store, how.on_event)
         manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
         how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
@@ -314,7 +317,7 @@ def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
 
 def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
     records = load_records(run.dir)
-    split = classify(records, load_allow_list(req.allow_list))
+    split = classify(records, load_allow_list(req.allow_list), strict_runtimes=req.strict_runtimes)
     failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
     code = reports.exit_code(manifest, split)
     groups = reports.write_all(run.dir, records, split, manifest, code)

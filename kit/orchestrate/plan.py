@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.envs import kernelspecs, onnx_path
+from kit.envs import kernelspecs, onnx_path, runtime_remedies, runtimes
+from kit.envs.manager import EnvManager
 from kit.common.capabilities import ONNX_API
-from kit.common.errors import UsageError
-from kit.common.versions import direction
+from kit.common.errors import KitError, UsageError
+from kit.common.versions import direction, is_runtime
 from kit.execute.progress import progress_path
 from kit.execute.notebooks import NOTEBOOKS
 from kit.orchestrate.request import RunRequest
@@ -26,7 +27,7 @@ def release_step(
         release=release,
         notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
         output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
-        kernel=f"{kernelspecs.KERNEL_PREFIX}{release}",
+        kernel=kernelspecs.kernel_name(release),
         parameters={"release": release, **parameters},
         depends_on=list(depends_on),
         progress=progress_path(run.dir, f"{kind}:{release}"),
@@ -44,10 +45,48 @@ def _sources(req: RunRequest, release: str) -> list[str]:
     return [s for s in req.save if req.forward or direction(s, release) != "forward"]
 
 
-def unchecked(req: RunRequest) -> list[dict]:
+def runtime_entries(req: RunRequest, manager: EnvManager) -> list[dict]:
+    """The environment-level verdict of every runtime ``req`` names (``run.json``'s ``runtimes``): what it
+    changes under its release, how it imports (under which remedies, the bare error verbatim), whether it
+    reproduces its release's operators, and the versions its probe found."""
+    entries = []
+    for name in dict.fromkeys(req.save + req.load):
+        if not is_runtime(name):
+            continue
+        spec = runtimes.parse(name)
+        entry = {"name": name, "release": spec.release, "changes": spec.describe(), "verdict": None}
+        try:
+            env = manager.get(name)
+        except KitError:
+            env = None  # workers build it (a remote executor): its verdict is theirs
+        if env is not None and env.runtime:
+            entry.update({k: v for k, v in env.runtime.items() if k != "tries"})
+            entry.update({k: env.info(k) for k in ("python", "numpy", "mxnet", "mxnet_features")})
+        entries.append(entry)
+    return entries
+
+
+def unusable(entries: list[dict]) -> set[str]:
+    """The runtimes of ``entries`` that run no step: they do not import, or their remedy changes outputs."""
+    return {e["name"] for e in entries if e["verdict"] in runtime_remedies.FAILING}
+
+
+def unchecked(req: RunRequest, entries: list[dict] = ()) -> list[dict]:
     """What ``req`` asks for that no step checks, each with why (``run.json``'s ``skipped``): every --load
-    release older than every saving release loads nothing unless --forward."""
-    return [
+    release older than every saving release loads nothing unless --forward; a runtime that does not import
+    (or whose remedy changes outputs) runs nothing."""
+    failing = unusable(entries)
+    skipped = [
+        {
+            "kind": "runtime",
+            "name": e["name"],
+            "reason": f"runtime {e['verdict']}: "
+            + (e.get("last_headline") or e.get("headline") or "see the Runtimes section"),
+        }
+        for e in entries
+        if e["name"] in failing
+    ]
+    return skipped + [
         {
             "kind": "load",
             "name": release,
@@ -55,14 +94,15 @@ def unchecked(req: RunRequest) -> list[dict]:
             "load in older ones only with --forward",
         }
         for release in req.load
-        if not _sources(req, release)
+        if release not in failing and not _sources(req, release)
     ]
 
 
-def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
+def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset()) -> list[Step]:
     """The steps of ``req``, each naming the steps whose outputs it reads (``depends_on``).
 
-    ``store`` is the folder kernels read and write (an S3 store's working copy).
+    ``store`` is the folder kernels read and write (an S3 store's working copy); ``skip``, runtimes that run
+    no step (:func:`unusable`).
     """
     models, apis = req.scope
     train = {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
@@ -73,11 +113,14 @@ def plan(req: RunRequest, run: Run, store: Path) -> list[Step]:
     steps = [
         release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"), limits=req.limits)
         for release in ([] if req.reload_only else req.save)
+        if release not in skip
     ]
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis
     for release in req.load:
-        sources = _sources(req, release)
+        sources = [s for s in _sources(req, release) if s not in skip]
+        if release in skip:
+            continue
         if not sources:
             continue
         parameters = {

@@ -25,6 +25,7 @@ from kit.common.capabilities import (
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import sort_key
 from kit.envs.limits import Limits
+from kit.envs import runtime_remedies
 from kit.envs.manager import EnvManager
 from kit.results.records import load_allow_list
 
@@ -48,6 +49,7 @@ class RunRequest:
     cells: list[str] = field(default_factory=list)  # MODEL:API patterns (--cells); validate() makes them pairs
     epochs: int = 0  # training epochs of every model that trains; 0: each model's own
     limits: dict = field(default_factory=dict)  # step_timeout, cell_timeout, kernel_memory (kit.envs.limits)
+    strict_runtimes: bool = False  # runtime cells (and runtimes that do not import) decide the exit code
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -184,13 +186,15 @@ def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = fr
     """Every release that runs a step here has a ready environment with its kernel registered: the loading
     releases, and the saving releases that must train (their artifacts are not all in the store)."""
     runtime = [onnx_path.RUNTIME_NAME] if any(onnx_path.exporter_of(r) for r in req.load) else []
-    missing = [r for r in dict.fromkeys(req.load + runtime) if not _ready(manager, r)]
+    missing = [r for r in dict.fromkeys(req.load + runtime) if not _ready(manager, r) and not _settled(manager, r)]
     if missing:
         raise UsageError(
             f"no ready environment for {', '.join(missing)}",
             hint=f"create them first: mxcompat env create {' '.join(missing)}",
         )
-    untrained = [r for r in req.save if req.needs_training(r, held) and not _ready(manager, r)]
+    untrained = [
+        r for r in req.save if req.needs_training(r, held) and not _ready(manager, r) and not _settled(manager, r)
+    ]
     if untrained:
         names = " ".join(untrained)
         raise UsageError(
@@ -201,14 +205,24 @@ def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = fr
             f"artifacts (mxcompat store pull s3://bucket/prefix --release R, or a --store that holds them)",
         )
     releases = list(dict.fromkeys(req.load + [r for r in req.save if req.needs_training(r, held)]))
+    releases = [r for r in releases if not _settled(manager, r)]
     unregistered = [
-        n for n in releases if kernelspecs.read_kernelspec(manager.home, kernelspecs.KERNEL_PREFIX + n) is None
+        n for n in releases if kernelspecs.read_kernelspec(manager.home, kernelspecs.kernel_name(n)) is None
     ]
     if unregistered:
         raise UsageError(
             f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
             hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}",
         )
+
+
+def _settled(manager: EnvManager, name: str) -> bool:
+    """A runtime built and found failing (does not import, or its remedy changes outputs): an environment-level
+    verdict the run reports, not a missing environment."""
+    try:
+        return manager.get(name).state in runtime_remedies.FAILING
+    except KitError:
+        return False
 
 
 def _ready(manager: EnvManager, name: str) -> bool:

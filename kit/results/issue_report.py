@@ -14,7 +14,8 @@ import urllib.request
 from pathlib import Path
 
 from kit.common.errors import EXIT_MEANINGS
-from kit.results import leaving, reports
+from kit.common.versions import sort_key
+from kit.results import leaving, reports, runtime_report
 from kit.common import artifacts
 from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import cell_id, verdict_counts
@@ -61,6 +62,10 @@ def issue_markdown(run: Run) -> str:
         if fixes:
             lines += ["", "#### Verified remedies (the cells still fail as they are; this is what makes them work)", ""]
             lines += fixes
+    runtimes = runtime_report.markdown(manifest, records)
+    if runtimes:
+        lines += ["", "#### Runtimes (the release with what changes under it)", ""]
+        lines += runtimes
     leaving_mxnet = leaving.markdown(records)
     if leaving_mxnet:
         lines += ["", "#### Leaving MXNet (exported to ONNX, run in ONNX Runtime)", ""]
@@ -122,6 +127,14 @@ def summary_payload(run: Run) -> dict:
         },
         "skipped": manifest.get("skipped", []),
         "leaving_mxnet": leaving.rows(records),
+        "runtimes": [
+            dict(row, remedies=entry.get("remedies") or [], verified=entry.get("verified"), error=entry.get("error"))
+            for row, entry in zip(
+                runtime_report.rows(manifest, records),
+                sorted(manifest.get("runtimes") or [], key=lambda e: sort_key(e["name"])),
+            )
+        ],
+        "runtime_disagreements": runtime_report.disagreements(records),
         "run_dir": str(run.dir),
     }
 

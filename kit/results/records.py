@@ -13,6 +13,7 @@ import yaml
 from kit.common import artifacts
 from kit.common.errors import KitError, UsageError
 from kit.common.capabilities import ONNX_DIRECTION
+from kit.common.versions import RUNTIME_DIRECTION
 from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
 
@@ -54,12 +55,19 @@ def load_finished(run) -> tuple[dict, list[dict], dict]:
     if "exit_code" not in manifest:
         raise UsageError(f"run {run.id} has not finished", hint=f"finish it: mxcompat run --resume {run.id}")
     records = load_records(run.dir)
-    return manifest, records, classify(records, load_allow_list(manifest["request"].get("allow_list")))
+    request = manifest["request"]
+    split = classify(
+        records, load_allow_list(request.get("allow_list")), strict_runtimes=request.get("strict_runtimes")
+    )
+    return manifest, records, split
 
 
-def is_failure(rec: dict) -> bool:
+def is_failure(rec: dict, strict_runtimes: bool = False) -> bool:
     """A cell that fails the run: a failing backward verdict (or an ONNX one: a model that does not leave MXNet
-    as it was asked to), or a same-release reload that is not identical."""
+    as it was asked to), or a same-release reload that is not identical; a failing runtime cell only with
+    ``strict_runtimes`` (``run --strict-runtimes``)."""
+    if rec["direction"] == RUNTIME_DIRECTION:
+        return strict_runtimes and rec["verdict"] in FAILING
     if rec["direction"] == "same":
         return rec["verdict"] not in (IDENTICAL, UNSUPPORTED)
     return rec["direction"] in ("backward", "unknown", ONNX_DIRECTION) and rec["verdict"] in FAILING
@@ -105,13 +113,15 @@ def load_allow_list(path: str | Path | None) -> list[Allowance]:
     return out
 
 
-def classify(records: list[dict], allow: list[Allowance], today: dt.date | None = None) -> dict:
+def classify(
+    records: list[dict], allow: list[Allowance], today: dt.date | None = None, strict_runtimes: bool = False
+) -> dict:
     """Split failing cells into ``failures`` and ``allowed`` (with the allowance that covers them);
     ``expired``: the failures an allowance would cover but for its date, with that allowance."""
     today = today or dt.date.today()
     failures, allowed, expired = [], [], []
     for rec in records:
-        if not is_failure(rec):
+        if not is_failure(rec, strict_runtimes):
             continue
         hit = next((a for a in allow if a.matches(rec, today)), None)
         (allowed if hit else failures).append((rec, hit))

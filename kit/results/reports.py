@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from kit.results import leaving, migration
+from kit.envs import runtime_remedies
+from kit.results import leaving, migration, runtime_report
 from kit.results import signatures
 from kit.common.artifacts import write_atomic
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
@@ -49,10 +50,19 @@ COLUMNS = [
 ]
 
 
+#: the directions whose failing cells are reported apart (JUnit: skipped) unless a run asks otherwise
+APART = ("forward", "runtime")
+
+
 def exit_code(manifest: dict, split: dict) -> int:
-    """A run's exit code: 3 when a step broke, else 1 when a cell fails the run, else 0."""
+    """A run's exit code: 3 when a step broke, else 1 when a cell fails the run (or, with --strict-runtimes,
+    a runtime does not import), else 0."""
     if any(manifest["steps"][i]["status"] == "failed" for i in manifest["order"]):
         return EXIT_BROKEN
+    if manifest["request"].get("strict_runtimes") and any(
+        r.get("verdict") in runtime_remedies.FAILING for r in manifest.get("runtimes") or []
+    ):
+        return EXIT_REGRESSIONS
     return EXIT_REGRESSIONS if split["failures"] else EXIT_OK
 
 
@@ -139,14 +149,14 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
             message = f"{row['verdict']}: {row['reason'] or ''}".strip()
             if row["signature_id"]:  # the group's reference: one message for every cell of an incompatibility
                 message = f"[{row['signature_id']}] {row['verdict']}: {row['signature']}"
-            if is_failure(rec) and not row["allowed"]:
+            if is_failure(rec, manifest["request"].get("strict_runtimes")) and not row["allowed"]:
                 failures += 1
                 node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
                 remedy = f"remedy: {row['remedy']}" if row["remedy"] else None  # informs; the case still fails
                 node.text = "\n".join(t for t in (row["reason"], remedy, rec.get("traceback")) if t) or message
-            elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] == "forward":
+            elif row["verdict"] == "unsupported" or row["allowed"] or row["direction"] in APART:
                 skipped += 1
-                why = "allowed: " if row["allowed"] else ("forward: " if row["direction"] == "forward" else "")
+                why = "allowed: " if row["allowed"] else (f"{row['direction']}: " if row["direction"] in APART else "")
                 ET.SubElement(case, "skipped", message=why + message)
         suite.set("failures", str(failures))
         suite.set("skipped", str(skipped))
@@ -190,6 +200,8 @@ DIRECTION_TITLES = {
     "same": "Same release (reloaded in the release that saved it, not identical: these fail the run)",
     "unknown": "Checkpoints of unknown origin",
     "onnx": "Leaving MXNet (exported to ONNX, run in ONNX Runtime: these fail the run unless allowed)",
+    "runtime": "Runtimes (a release's artifacts in another runtime of it, and back: reported apart unless "
+    "--strict-runtimes)",
     "forward": "Forward (newer artifacts in older releases, reported apart)",
 }
 
@@ -203,7 +215,9 @@ def starts(group: Group) -> str:
     return signatures.jump_text(group) if group.first_jump else f"saved with {group.first_saved}"
 
 
-def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()) -> list[str]:
+def headline_lines(
+    groups: list[Group], exit_code: int, skipped: list[dict] = (), runtime_line: str | None = None
+) -> list[str]:
     """What a reader needs first: the exit code, how many distinct incompatibilities in each direction, and
     each one with where it starts."""
     counts = signatures.counts(groups)
@@ -215,6 +229,8 @@ def headline_lines(groups: list[Group], exit_code: int, skipped: list[dict] = ()
     ]
     meaning = EXIT_MEANINGS.get(exit_code, "a step broke")
     lines = [f"**Exit code {exit_code} ({meaning})**: {'; '.join(parts) if parts else 'no incompatibility found'}."]
+    if runtime_line:
+        lines += ["", md_text(runtime_line) + "."]
     if skipped:
         lines += ["", f"**Asked for, not checked: {len(skipped)}** (listed below)."]
     for d in signatures.DIRECTIONS:
@@ -285,7 +301,9 @@ def write_markdown(
 ) -> None:
     req = manifest["request"]
     lines = [f"# MXNet compatibility run {md_code(manifest['run_id'])}", ""]
-    lines += headline_lines(list(groups), exit_code, manifest.get("skipped") or [])
+    lines += headline_lines(
+        list(groups), exit_code, manifest.get("skipped") or [], runtime_report.headline(manifest, list(records))
+    )
     lines += [
         "",
         f"- saved with: {md_text(', '.join(req['save']))}",
@@ -344,6 +362,13 @@ def write_markdown(
             f"| {md_text((r['network_only'].get('transforms') or {}).get('verdict', '-'))} |"
             for r in e2e_split
         ]
+    runtimes = runtime_report.markdown(manifest, list(records))
+    if runtimes:
+        lines += [
+            "",
+            "## Runtimes (each release with what changes under it: Python, numpy, build flavour, MXNET_* switches)",
+            "",
+        ] + runtimes
     leaving_mxnet = leaving.markdown(list(records))
     if leaving_mxnet:
         lines += [
@@ -467,4 +492,6 @@ def reproduce_command(request: dict, *, save=None, load=None, cells=None) -> str
         parts += ["--store", request["store"]]
     if request.get("forward"):
         parts.append("--forward")
+    if request.get("strict_runtimes"):
+        parts.append("--strict-runtimes")
     return " ".join(shlex.quote(p) for p in parts)

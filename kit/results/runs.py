@@ -39,7 +39,8 @@ def check_run_id(run_id) -> str:
     if not is_safe_name(run_id):
         raise UsageError(
             f"invalid run id {run_id!r}",
-            hint="a run id is a plain name: letters, digits, '.', '_', '+' and '-', starting with a letter or digit",
+            hint="a run id is a plain name: letters, digits, '.', '_', '+', '=' and '-', "
+            "starting with a letter or digit",
         )
     return run_id
 

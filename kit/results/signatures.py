@@ -19,7 +19,7 @@ from kit.common.verdicts import CLOSE, DRIFT, FAILING, MISMATCH, SEVERITY
 from kit.common.versions import sort_key
 
 ERROR, NUMERIC = "error", "numeric"
-DIRECTIONS = ("backward", "same", "unknown", "onnx", "forward")  # the order groups are shown in
+DIRECTIONS = ("backward", "same", "unknown", "onnx", "runtime", "forward")  # the order groups are shown in
 MAX_LENGTH = 200
 
 #: messages MXNet words the same way in every release: reduced to the phrase that names the incompatibility

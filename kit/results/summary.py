@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
 from kit.results import signatures  # noqa: E402
-from kit.results import leaving, migration  # noqa: E402
+from kit.results import leaving, migration, runtime_report  # noqa: E402
 from kit.results import reports  # noqa: E402
 from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
@@ -54,7 +54,7 @@ class RunData:
         self.records = load_records(self.dir)
         self.manifest = json.loads((self.dir / "run.json").read_text())
         allow = load_allow_list(self.manifest["request"].get("allow_list"))
-        self.split = classify(self.records, allow)
+        self.split = classify(self.records, allow, strict_runtimes=self.manifest["request"].get("strict_runtimes"))
         allowed = {cell_id(r) for r, _ in self.split["allowed"]}
         self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
         self.groups = reports.groups_of(self.records, self.split)
@@ -119,7 +119,7 @@ def headline(data: RunData):
     code = reports.exit_code(data.manifest, data.split)
     req = data.manifest["request"]
     lines = [f"# Run {md_code(data.manifest['run_id'])}", ""] + reports.headline_lines(
-        data.groups, code, data.manifest.get("skipped") or []
+        data.groups, code, data.manifest.get("skipped") or [], runtime_report.headline(data.manifest, data.records)
     )
     saved, loaded = md_text(", ".join(req["save"])), md_text(", ".join(req["load"]))
     lines += ["", f"Saved with {saved}; loaded with {loaded}."]
@@ -215,6 +215,9 @@ def heatmaps(data: RunData):
     """Per API, saved release x loaded release coloured by the worst verdict over the models that both releases
     support, annotated with the largest max-abs error and how many models were checked."""
     saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
+    runtimes = {e["name"]: e for e in data.manifest.get("runtimes") or []}
+    failing = [n for n, e in runtimes.items() if e.get("verdict") in ("does not import", "remedy changes outputs")]
+    loaded = sorted(set(loaded) | set(failing), key=sort_key)
     apis = data.apis()
     cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
     ncols = 2 if len(apis) > 1 else 1
@@ -230,6 +233,18 @@ def heatmaps(data: RunData):
         for i, s in enumerate(saved):
             for j, loader in enumerate(loaded):
                 cell = by_cell.get((api, s, loader))
+                if cell is None and loader in failing:  # the runtime itself fails: a column that says so
+                    grid[i, j] = SEVERITY.index("load-error")
+                    ax.text(
+                        j,
+                        i,
+                        runtimes[loader]["verdict"].replace(" ", "\n", 1),
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white",
+                    )
+                    continue
                 if cell is None:
                     continue
                 checked = cell[cell["verdict"] != "unsupported"]
@@ -254,7 +269,7 @@ def heatmaps(data: RunData):
                 )
         ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(SEVERITY) - 0.5, aspect="auto")
         ax.set_xticks(range(len(loaded)))
-        ax.set_xticklabels(loaded, rotation=45, ha="right", fontsize=7)
+        ax.set_xticklabels([_loaded_label(n, runtimes) for n in loaded], rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(saved)))
         ax.set_yticklabels(saved, fontsize=7)
         ax.set_title(_panel_title(data, api), fontsize=9)
@@ -271,6 +286,15 @@ def heatmaps(data: RunData):
     )
     _fixed_margins(fig, nrows, ncols)
     return fig
+
+
+def _loaded_label(name: str, runtimes: dict) -> str:
+    """A heatmap column's label: the release, or the runtime with how it imports (``remedy: numpy-names``)."""
+    entry = runtimes.get(name)
+    if entry is None:
+        return name
+    remedies = ", ".join(r["name"] for r in entry.get("remedies") or [])
+    return f"{name}\n(remedy: {remedies})" if remedies else name
 
 
 def _fixed_margins(fig, nrows: int, ncols: int) -> None:
@@ -338,6 +362,19 @@ def error_distributions(data: RunData):
         ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.06, right=0.98, bottom=0.14, top=0.92, wspace=0.18)  # as tight_layout, at no cost
     return fig
+
+
+def runtimes_table(data: RunData) -> pd.DataFrame:
+    """The Runtimes section: one row per runtime the run named (:mod:`kit.results.runtime_report`)."""
+    return runtime_report.table(data.manifest, data.records)
+
+
+def runtime_disagreements(data: RunData):
+    """Where a runtime and its release load the same artifact differently, with both verdicts and errors."""
+    from IPython.display import Markdown
+
+    lines = runtime_report.disagreement_lines(data.records, data.manifest)
+    return Markdown("\n".join(lines) if lines else "Every artifact both loaded got the same verdict in each.")
 
 
 def leaving_table(data: RunData) -> pd.DataFrame:

@@ -1,0 +1,172 @@
+"""Runtime remedies: what makes a runtime that does not import import, found by trying, kept only when the
+remedied runtime computes what its release's canonical environment computes.
+
+Each remedy is declared like the cell remedies: what it changes and the lines a user pastes to do the same.
+:func:`settle` runs in a freshly built runtime environment: it tries ``import mxnet`` bare, then with each
+remedy its error calls for, until MXNet imports or the error is one no remedy knows (kept verbatim).
+:func:`verify` runs the same operator battery (:mod:`kit.kernel.runtime_check`) in the runtime and in the
+canonical environment and compares them with the kit's tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kit.common import tolerance
+from kit.common.errors import KitError
+from kit.common.numpy_names import paste_lines
+from kit.envs import kernel_process
+from kit.envs.releases import Release
+from kit.envs.uv import run_logged
+
+CONFIG = "mxcompat-runtime.json"  # kit.kernel.runtime_fix.CONFIG, in the environment's root
+PTH_NAME = "mxcompat-runtime.pth"  # sorts after mxcompat-kit.pth, which puts the kit on the path
+PTH_LINE = "import kit.kernel.runtime_fix as _mxcompat_fix; _mxcompat_fix.apply()\n"
+#: a runtime's env-level verdicts: the first two are usable, the last two fail
+IMPORTS, IMPORTS_UNDER_REMEDY, REMEDY_CHANGES_OUTPUTS, DOES_NOT_IMPORT = (
+    "imports",
+    "imports under remedy",
+    "remedy changes outputs",
+    "does not import",
+)
+USABLE = (IMPORTS, IMPORTS_UNDER_REMEDY)
+FAILING = (REMEDY_CHANGES_OUTPUTS, DOES_NOT_IMPORT)
+MAX_TRIES = 64  # NumPy 2.1.3 under 1.9.1 takes 19
+
+
+@dataclass(frozen=True)
+class RuntimeRemedy:
+    """One way to make a runtime import: what it changes, and what a user does to do the same."""
+
+    name: str
+    changes: str
+    requirement: str | None = None  # a package installed into the environment
+
+    def paste(self, found: dict | None = None) -> list[str]:
+        if self.requirement:
+            return [f'pip install "{self.requirement}"']
+        return paste_lines(found or {})
+
+
+NUMPY_NAMES = RuntimeRemedy(
+    "numpy-names",
+    "gives back, before `import mxnet`, the NumPy names MXNet reads that the installed NumPy removed, each as "
+    "NumPy's own error says to use instead (np.bool is the builtin bool it aliased)",
+)
+DISTUTILS = RuntimeRemedy(
+    "distutils",
+    "installs setuptools into the environment: MXNet imports distutils, which Python 3.12 removed from the "
+    "standard library and setuptools provides again",
+    requirement="setuptools<81",
+)
+#: every runtime remedy, by the error that calls for it: a removed NumPy name, a missing module
+REMEDIES = {r.name: r for r in (NUMPY_NAMES, DISTUTILS)}
+MODULE_REMEDIES = {"distutils": DISTUTILS}
+
+
+def write_config(env_path: Path, purelib: str, switches: tuple[str, ...], aliases: dict) -> None:
+    """What the environment's interpreter applies at start: the switches and the names given back."""
+    (env_path / CONFIG).write_text(json.dumps({"switches": list(switches), "aliases": aliases}, indent=1) + "\n")
+    Path(purelib, PTH_NAME).write_text(PTH_LINE)
+
+
+def _check(python: str, aliases: dict | None, log: Path | None, *, battery: bool = False) -> dict:
+    return kernel_process.run_kernel_main(
+        python,
+        "kit.kernel.runtime_check",
+        {"aliases": aliases, "battery": battery},
+        what="importing mxnet",
+        timeout=300,
+        log=log,
+    )
+
+
+def settle(release: Release, env_path: Path, purelib: str, uv: str, log: Path) -> dict:
+    """Make runtime ``release`` import in its environment at ``env_path`` if a remedy can: the runtime's record
+    (``verdict``, the bare import's ``error`` verbatim, the ``remedies`` applied with what they found)."""
+    python = str(env_path / "bin" / "python")
+    aliases: dict = {}
+    write_config(env_path, purelib, release.switches, aliases)
+    state: dict = {"verdict": IMPORTS, "remedies": [], "tries": 0}
+    applied: dict[str, dict] = {}
+    for attempt in range(MAX_TRIES):
+        state["tries"] = attempt + 1
+        answer = _check(python, aliases, log)
+        if answer["ok"]:
+            break
+        if attempt == 0:
+            state.update(error=answer["error"], headline=answer["headline"])
+        name, module = answer.get("missing_name"), answer.get("missing_module")
+        if name is not None and name not in aliases:
+            aliases[name] = answer["equivalent"]
+            applied.setdefault(NUMPY_NAMES.name, {"remedy": NUMPY_NAMES.name, "found": aliases})
+        elif module in MODULE_REMEDIES and MODULE_REMEDIES[module].name not in applied:
+            remedy = MODULE_REMEDIES[module]
+            run_logged(
+                [uv, "pip", "install", "--python", python, remedy.requirement],
+                log,
+                what=f"installing {remedy.requirement} into {release.name} (runtime remedy {remedy.name})",
+            )
+            applied[remedy.name] = {"remedy": remedy.name, "found": {"module": module}}
+        else:  # an error no remedy knows, or one a remedy did not cure
+            state.update(verdict=DOES_NOT_IMPORT, last_error=answer["error"], last_headline=answer["headline"])
+            break
+    else:
+        state.update(verdict=DOES_NOT_IMPORT, last_error=f"still failing after {MAX_TRIES} tries")
+    write_config(env_path, purelib, release.switches, aliases)
+    for entry in applied.values():
+        remedy = REMEDIES[entry["remedy"]]
+        found = entry["found"] if remedy is NUMPY_NAMES else None
+        state["remedies"].append(
+            {
+                "name": remedy.name,
+                "changes": remedy.changes,
+                "paste": remedy.paste(found),
+                **({"names": dict(sorted(aliases.items()))} if remedy is NUMPY_NAMES else {}),
+            }
+        )
+    if applied and state["verdict"] == IMPORTS:
+        state["verdict"] = IMPORTS_UNDER_REMEDY
+    return state
+
+
+def battery(python: str, log: Path | None = None) -> dict:
+    """The operator battery's outputs in the environment of ``python`` (its recorded remedies applied)."""
+    answer = _check(python, None, log, battery=True)
+    if not answer["ok"]:
+        raise KitError(f"mxnet does not import in {python}: {answer['headline']}")
+    return answer["outputs"]
+
+
+def verify(runtime_outputs: dict, canonical_outputs: dict, canonical: str) -> dict:
+    """Compare the runtime's battery with its release's canonical one under the kit's float32 tolerance:
+    ``{"against", "operators", "max_abs", "differ": {op: max abs}, "fails": {op: error}, "ok"}``."""
+    tol = tolerance.resolve(np.dtype("float32"))
+    differ, fails, worst = {}, {}, 0.0
+    for op, expected in sorted(canonical_outputs.items()):
+        got = runtime_outputs.get(op, {"error": "not computed"})
+        if "error" in expected:
+            continue  # the canonical release has no such operator: nothing to reproduce
+        if "error" in got:
+            fails[op] = got["error"]
+            continue
+        a, e = np.asarray(got["values"]), np.asarray(expected["values"])
+        if a.shape != e.shape:
+            fails[op] = f"{a.size} values, the canonical environment gives {e.size}"
+            continue
+        diff = float(np.abs(a - e).max()) if a.size else 0.0
+        worst = max(worst, diff)
+        if not bool(np.all(tolerance.within(a, e, tol))):
+            differ[op] = diff
+    return {
+        "against": canonical,
+        "operators": len(canonical_outputs),
+        "max_abs": worst,
+        "differ": differ,
+        "fails": fails,
+        "ok": not differ and not fails,
+    }
