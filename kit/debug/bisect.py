@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kit.envs import releases
+from kit.envs import releases, runtimes
 from kit.common import artifacts
 from kit.envs.manager import EnvManager
 from kit.common.errors import KitError, UsageError
 from kit.home import KitHome
 from kit.common.capabilities import APIS, MODEL_NAMES
 from kit.common.verdicts import PASSING, UNSUPPORTED
-from kit.common.versions import release_key
+from kit.common.versions import is_runtime, release_key, release_of
 from kit.orchestrate.plan import release_step
 from kit.results.runs import Run, new_run_id, runs_dir
 from kit.execute.steps import execute_step
@@ -38,14 +38,28 @@ class BisectResult:
         return len(self.probes)
 
 
+def check_release(name: str) -> str:
+    """``name`` if it is a table release or a runtime of one (``1.9.1+py3.12+numpy1.26.4``); a usage error
+    listing what exists otherwise."""
+    if is_runtime(name):
+        runtimes.release_for(name)
+    else:
+        releases.get(name)
+    return name
+
+
 def releases_between(good: str, bad: str) -> list[str]:
-    """Table releases from ``good`` to ``bad`` inclusive, ordered from good to bad (either direction)."""
+    """Table releases from ``good`` to ``bad`` inclusive, ordered from good to bad (either direction); an end
+    that is a runtime stands in for its release (``--good 1.9.1 --bad 1.9.1+py3.13+numpy2.1.3``: those two)."""
     for r in (good, bad):
-        releases.get(r)
+        check_release(r)
     names = releases.known_names()
-    lo, hi = sorted((names.index(good), names.index(bad)))
+    lo, hi = sorted((names.index(release_of(good)), names.index(release_of(bad))))
     span = names[lo : hi + 1]
-    return span if release_key(good) <= release_key(bad) else list(reversed(span))
+    span = span if release_key(good) <= release_key(bad) else list(reversed(span))
+    if release_of(good) == release_of(bad):
+        return list(dict.fromkeys([good, bad]))
+    return [good] + span[1:-1] + [bad]
 
 
 def bisect(
@@ -77,8 +91,7 @@ def bisect(
     span = releases_between(good, bad)
     if len(span) < 2:
         raise UsageError("--good and --bad must be two different releases")
-    saved_with = saved_with or good
-    releases.get(saved_with)
+    saved_with = check_release(saved_with or good)
     store_dir = Path(store).expanduser().resolve() if store else home.root / "store"
     run = Run(runs_root or runs_dir(), run_id or f"bisect-{new_run_id()}")
     if run.exists():

@@ -375,8 +375,9 @@ class EnvManager:
             "skipped_optional": skipped,
             "kit_version": kit.__version__,
         }
-        if plan.release.is_runtime:
+        if plan.release.is_runtime:  # settled and verified first: a remedy that changes numbers is its verdict
             marker["runtime"] = self._settle_runtime(plan, path, purelib, uv, log, marker)
+            self._verify_runtime(plan, marker, log)
         probe = self._probe(Env(plan.name, path, None), log, plan.release)
         problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
         if problems:
@@ -386,10 +387,8 @@ class EnvManager:
         fb = " fallback" if plan.fallback else ""
         if plan.release.has_mxnet:
             self._register_kernel(plan, python, fb)
-        marker["probe"] = probe
-        if plan.release.is_runtime:
-            self._verify_runtime(plan, marker, log)
         marker.update(
+            probe=probe,
             created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             build_seconds=round(time.monotonic() - started, 2),
         )
@@ -533,6 +532,8 @@ def runtime_line(runtime: dict) -> str:
         r["name"] + (f" ({len(r['names'])} names)" if r.get("names") else "") for r in runtime.get("remedies", [])
     )
     line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != "imports" else "")
+    if runtime["verdict"] == runtime_remedies.DOES_NOT_IMPORT:
+        line += ": " + (runtime.get("last_headline") or runtime.get("headline") or "")
     verified = runtime.get("verified")
     if verified and verified.get("ok") is not None:
         line += "; " + verification_text(verified)

@@ -184,11 +184,17 @@ def check_installable(release: Release, uv: str, *, timeout: float = 300) -> Non
                 f"could not check within {timeout:.0f}s whether runtime {release.name!r} exists",
                 hint="the package index did not answer; try again",
             ) from None
-    if proc.returncode != 0:
-        why = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith(("cause:", "╰─▶"))]
+    if proc.returncode == 0:
+        return
+    if "No solution found" not in proc.stderr:  # the index, the network or uv itself: not an answer
+        tail = "\n".join(proc.stderr.strip().splitlines()[-4:]) or f"exit {proc.returncode}"
         raise UsageError(
-            f"runtime {release.name!r} does not exist on Python {release.python}: "
-            + (" ".join(why) or proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no solution"),
-            hint="pick a numpy with wheels for that Python (numpy1.26.4 on 3.12, numpy2.1.3 on 3.13), "
-            "or another Python",
+            f"could not check whether runtime {release.name!r} exists: uv failed:\n{tail}",
+            hint="the package index must be reachable (uv's own settings apply); try again",
         )
+    why = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith(("cause:", "╰─▶"))]
+    raise UsageError(
+        f"runtime {release.name!r} does not exist on Python {release.python}: "
+        + (" ".join(why) or proc.stderr.strip().splitlines()[-1]),
+        hint="pick a numpy with wheels for that Python (numpy1.26.4 on 3.12, numpy2.1.3 on 3.13), or another Python",
+    )

@@ -75,6 +75,8 @@ def ensure_env(home: KitHome, name: str, allow_fallback: bool = False) -> bool:
     """Create ``name``'s environment in ``home`` unless it is ready and healthy; True when it was built."""
     manager = EnvManager(home)
     release = manager.resolve(name)
+    if release.is_runtime:  # verified against its release's canonical environment: that one first
+        ensure_env(home, release.canonical, allow_fallback)
     try:
         env = manager.get(name)
         healthy = env.state == "ready" and manager.doctor([name], jobs=1)[0].ok

@@ -88,7 +88,9 @@ def apply():
 def _fault_injection():
     """``MXCOMPAT_FAULT=skew:runtime-fix`` makes the remedy change MXNet's numbers (every FullyConnected adds
     1e-2), for the tests that prove a remedy which imports but changes outputs is reported as failing."""
-    if os.environ.get("MXCOMPAT_FAULT") != "skew:runtime-fix":
+    if os.environ.get("MXCOMPAT_FAULT") != "skew:runtime-fix" or any(
+        type(f).__name__ == "_Skew" for f in sys.meta_path
+    ):
         return
 
     class _Skew(object):
