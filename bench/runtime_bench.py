@@ -56,13 +56,19 @@ path = mx.onnx.export_model(os.path.join(folder, "m-symbol.json"), os.path.join(
                             [x.shape], np.float32, os.path.join(folder, "m.onnx"))
 name = ort.InferenceSession(path).get_inputs()[0].name
 out = {"import_mxnet_and_onnxruntime_s": imported}
-t = time.monotonic(); s = ort.InferenceSession(path); a = s.run(None, {name: x}); out["in_process_first_s"] = time.monotonic() - t
+t = time.monotonic()
+s = ort.InferenceSession(path)
+a = s.run(None, {name: x})
+out["in_process_first_s"] = time.monotonic() - t
 t = time.monotonic()
 for _ in range(50):
     s.run(None, {name: x})
 out["in_process_per_run_s"] = (time.monotonic() - t) / 50
 onnx_runtime.configure(sys.argv[1])
-t = time.monotonic(); w = onnx_runtime.session(path, [name]); b = w.run({name: x}); out["worker_first_s"] = time.monotonic() - t
+t = time.monotonic()
+w = onnx_runtime.session(path, [name])
+b = w.run({name: x})
+out["worker_first_s"] = time.monotonic() - t
 t = time.monotonic()
 for _ in range(50):
     w.run({name: x})
