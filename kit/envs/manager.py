@@ -31,6 +31,7 @@ from kit.common.artifacts import write_json_atomic
 from kit.common.names import is_safe_name
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError, UsageError
 from kit.home import REPO_ROOT, KitHome
+from kit.envs.build_plan import BuildPlan
 from kit.envs.interpreters import Interpreter, InterpreterFinder
 from kit.common.versions import RELEASE_VERSION_VARIABLE, is_runtime, same_release, sort_key
 from kit.envs.releases import Release
@@ -38,51 +39,6 @@ from kit.envs.uv import run_logged, uv_binary
 
 MARKER = "mxcompat-env.json"
 PTH_NAME = "mxcompat-kit.pth"
-
-
-@dataclass(frozen=True)
-class BuildPlan:
-    """What building one environment takes, decided before any work starts."""
-
-    release: Release
-    interpreter: Interpreter
-    fallback: bool
-
-    @property
-    def name(self) -> str:
-        return self.release.name
-
-    def install_steps(self) -> list[InstallStep]:
-        """What to install, in order: MXNet with its kernel and plotting packages, then pandas where it installs."""
-        if not self.release.has_mxnet:  # a runtime the kernels call: no kernel, no plotting
-            return [InstallStep(list(self.release.requirements))]
-        ipykernel = releases.ipykernel_for(self.interpreter.minor)
-        libs = releases.debugging_libs_for(self.interpreter.minor)
-        matplotlib, pandas = ([libs[0]], [libs[1]]) if libs else ([], [])
-        if self.fallback:
-            fb = self.release.fallback
-            base = [InstallStep(list(fb.no_deps), no_deps=True)]
-            reqs = list(fb.requirements)
-        else:
-            base, reqs = [], list(self.release.requirements)
-        steps = base + [InstallStep(reqs + [ipykernel] + matplotlib)]
-        if pandas:
-            # numpy pinned again: pandas must not move the release's numpy to install itself
-            numpy_pins = [r for r in reqs if r.replace(" ", "").lower().startswith("numpy")]
-            steps.append(InstallStep(numpy_pins + pandas, optional=True))
-        return steps
-
-
-@dataclass(frozen=True)
-class InstallStep:
-    """One ``uv pip install``; an optional step that fails is noted in the marker and the build goes on."""
-
-    requirements: list[str]
-    no_deps: bool = False
-    optional: bool = False
-
-    def to_dict(self) -> dict:
-        return {"requirements": list(self.requirements), "no_deps": self.no_deps, "optional": self.optional}
 
 
 @dataclass
@@ -296,7 +252,7 @@ class EnvManager:
         notes = [f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in skipped]
         runtime = self._load(self.home.env_dir(plan.name)).runtime
         if runtime:
-            notes.insert(0, runtime_line(runtime))
+            notes.insert(0, runtime_remedies.runtime_line(runtime))
         return BuildResult(plan.name, "created", time.monotonic() - started, notes=notes)
 
     def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
@@ -376,8 +332,7 @@ class EnvManager:
             "kit_version": kit.__version__,
         }
         if plan.release.is_runtime:  # settled and verified first: a remedy that changes numbers is its verdict
-            marker["runtime"] = self._settle_runtime(plan, path, purelib, uv, log, marker)
-            self._verify_runtime(plan, marker, log)
+            self._settle_runtime(plan, path, purelib, uv, log, marker)
         probe = self._probe(Env(plan.name, path, None), log, plan.release)
         problems = _probe_problems(probe, plan.release, _expected_libs(steps, skipped))
         if problems:
@@ -395,46 +350,21 @@ class EnvManager:
         write_json_atomic(str(path / MARKER), marker)
         return skipped
 
-    def _settle_runtime(self, plan: BuildPlan, path: Path, purelib: str, uv: str, log: Path, marker: dict) -> dict:
-        """Make a runtime import with the remedies its errors call for; a runtime no remedy makes import keeps
-        its marker (``env list`` shows why) and fails the build with the error verbatim."""
+    def _settle_runtime(self, plan: BuildPlan, path: Path, purelib: str, uv: str, log: Path, marker: dict) -> None:
+        """Make a runtime import with the remedies its errors call for, then check it against its release's
+        canonical environment; a runtime that fails either keeps its marker (``env list`` shows why, no kernel
+        runs it) and fails the build with its error verbatim or the numbers that differ."""
         started = time.monotonic()
-        runtime = runtime_remedies.settle(plan.release, path, purelib, uv, log)
+        runtime = marker["runtime"] = runtime_remedies.settle(plan.release, path, purelib, uv, log)
         runtime["settle_seconds"] = round(time.monotonic() - started, 2)
-        if runtime["verdict"] == runtime_remedies.DOES_NOT_IMPORT:
-            marker["runtime"] = runtime
+        if runtime["verdict"] != runtime_remedies.DOES_NOT_IMPORT:
+            canonical = self.home.env_dir(plan.release.canonical)
+            ready = canonical.is_dir() and self._load(canonical).state == "ready"
+            runtime_remedies.check_canonical(plan.release, runtime, path, canonical if ready else None, log)
+        if runtime["verdict"] in runtime_remedies.FAILING:
+            kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)
             write_json_atomic(str(path / MARKER), marker)
-            tried = ", ".join(r["name"] for r in runtime["remedies"]) or "none applied"
-            raise EnvBuildError(
-                f"runtime {plan.name} does not import (remedies tried: {tried}):\n"
-                + (runtime.get("last_error") or runtime.get("error") or ""),
-                hint=f"full log: {log}",
-            )
-        return runtime
-
-    def _verify_runtime(self, plan: BuildPlan, marker: dict, log: Path) -> None:
-        """Run the operator battery here and in the release's canonical environment; a remedied runtime whose
-        outputs differ fails (its remedy changes numbers), its marker says so."""
-        runtime = marker["runtime"]
-        canonical = self.home.env_dir(plan.release.canonical)
-        canonical_env = self._load(canonical) if canonical.is_dir() else None
-        if canonical_env is None or canonical_env.state != "ready":
-            runtime["verified"] = {"against": plan.release.canonical, "ok": None, "why": "no canonical environment"}
-            return
-        mine = runtime_remedies.battery(str(self.home.env_dir(plan.name) / "bin" / "python"), log)
-        theirs = runtime_remedies.battery(str(canonical_env.python), log)
-        runtime["verified"] = runtime_remedies.verify(mine, theirs, plan.release.canonical)
-        if runtime["verdict"] == runtime_remedies.IMPORTS_UNDER_REMEDY and not runtime["verified"]["ok"]:
-            runtime["verdict"] = runtime_remedies.REMEDY_CHANGES_OUTPUTS
-            kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)  # no kernel runs a failing runtime
-            write_json_atomic(str(self.home.env_dir(plan.name) / MARKER), marker)
-            raise EnvBuildError(
-                f"runtime {plan.name} imports under remedies "
-                + ", ".join(r["name"] for r in runtime["remedies"])
-                + f" but does not reproduce {plan.release.canonical}: "
-                + verification_text(runtime["verified"]),
-                hint="the remedy changes numbers: it is reported as failing, not used",
-            )
+            raise EnvBuildError(runtime_remedies.failure_text(plan.name, runtime), hint=f"full log: {log}")
 
     def _register_kernel(self, plan: BuildPlan, python: str, fb: str) -> None:
         env = dict(s.partition("=")[::2] for s in plan.release.switches)  # also set at start by runtime_fix
@@ -504,7 +434,7 @@ class EnvManager:
             runtime = env.runtime
             why = runtime.get("last_headline") or runtime.get("headline") or ""
             if runtime.get("verified") and not runtime["verified"].get("ok", True):
-                why = verification_text(runtime["verified"])
+                why = runtime_remedies.verification_text(runtime["verified"])
             return Health(env.name, False, [f"runtime {env.state}: {why}"])
         if env.state != "ready":
             return Health(env.name, False, [f"environment is {env.state} (an interrupted or failed build)"])
@@ -523,31 +453,6 @@ class EnvManager:
         expected = _expected_libs(env.marker.get("install_steps", []), env.marker.get("skipped_optional", []))
         problems += _probe_problems(probe, env.release, expected)
         return Health(env.name, not problems, problems, probe)
-
-
-def runtime_line(runtime: dict) -> str:
-    """One line on how a runtime imports: ``imports under remedy numpy-names (18 names), distutils; reproduces
-    1.9.1 (14 operators, max abs 0)``."""
-    remedies = ", ".join(
-        r["name"] + (f" ({len(r['names'])} names)" if r.get("names") else "") for r in runtime.get("remedies", [])
-    )
-    line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != "imports" else "")
-    if runtime["verdict"] == runtime_remedies.DOES_NOT_IMPORT:
-        line += ": " + (runtime.get("last_headline") or runtime.get("headline") or "")
-    verified = runtime.get("verified")
-    if verified and verified.get("ok") is not None:
-        line += "; " + verification_text(verified)
-    return line
-
-
-def verification_text(verified: dict) -> str:
-    if verified["ok"]:
-        return (
-            f"reproduces {verified['against']} ({verified['operators']} operators, max abs {verified['max_abs']:.3g})"
-        )
-    parts = [f"{op} max abs {d:.3g}" for op, d in verified["differ"].items()]
-    parts += [f"{op}: {e}" for op, e in verified["fails"].items()]
-    return f"differs from {verified['against']}: " + "; ".join(parts)
 
 
 def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:

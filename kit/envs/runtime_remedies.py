@@ -170,3 +170,55 @@ def verify(runtime_outputs: dict, canonical_outputs: dict, canonical: str) -> di
         "fails": fails,
         "ok": not differ and not fails,
     }
+
+
+def check_canonical(release: Release, runtime: dict, env_path: Path, canonical_path: Path | None, log: Path) -> None:
+    """Run the operator battery in the runtime at ``env_path`` and in its release's canonical environment at
+    ``canonical_path`` (None: not built here, nothing to compare); ``runtime["verified"]`` says how they compare,
+    and a remedied runtime that does not reproduce its release becomes :data:`REMEDY_CHANGES_OUTPUTS`."""
+    if canonical_path is None:
+        runtime["verified"] = {"against": release.canonical, "ok": None, "why": "no canonical environment"}
+        return
+    mine = battery(str(env_path / "bin" / "python"), log)
+    theirs = battery(str(canonical_path / "bin" / "python"), log)
+    runtime["verified"] = verify(mine, theirs, release.canonical)
+    if runtime["verdict"] == IMPORTS_UNDER_REMEDY and not runtime["verified"]["ok"]:
+        runtime["verdict"] = REMEDY_CHANGES_OUTPUTS
+
+
+def failure_text(name: str, runtime: dict) -> str:
+    """Why a failing runtime fails: its error verbatim, or the numbers its remedy changed."""
+    tried = ", ".join(r["name"] for r in runtime["remedies"]) or "none applied"
+    if runtime["verdict"] == DOES_NOT_IMPORT:
+        error = runtime.get("last_error") or runtime.get("error") or ""
+        return f"runtime {name} does not import (remedies tried: {tried}):\n{error}"
+    return (
+        f"runtime {name} imports under remedies {tried} but does not reproduce "
+        f"{runtime['verified']['against']}: {verification_text(runtime['verified'])}; the remedy changes numbers: "
+        "it is reported as failing, not used"
+    )
+
+
+def runtime_line(runtime: dict) -> str:
+    """One line on how a runtime imports: ``imports under remedy numpy-names (18 names), distutils; reproduces
+    1.9.1 (14 operators, max abs 0)``."""
+    remedies = ", ".join(
+        r["name"] + (f" ({len(r['names'])} names)" if r.get("names") else "") for r in runtime.get("remedies", [])
+    )
+    line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != "imports" else "")
+    if runtime["verdict"] == DOES_NOT_IMPORT:
+        line += ": " + (runtime.get("last_headline") or runtime.get("headline") or "")
+    verified = runtime.get("verified")
+    if verified and verified.get("ok") is not None:
+        line += "; " + verification_text(verified)
+    return line
+
+
+def verification_text(verified: dict) -> str:
+    if verified["ok"]:
+        return (
+            f"reproduces {verified['against']} ({verified['operators']} operators, max abs {verified['max_abs']:.3g})"
+        )
+    parts = [f"{op} max abs {d:.3g}" for op, d in verified["differ"].items()]
+    parts += [f"{op}: {e}" for op, e in verified["fails"].items()]
+    return f"differs from {verified['against']}: " + "; ".join(parts)

@@ -59,7 +59,7 @@ def exit_code(manifest: dict, split: dict) -> int:
     a runtime does not import), else 0."""
     if any(manifest["steps"][i]["status"] == "failed" for i in manifest["order"]):
         return EXIT_BROKEN
-    if manifest["request"].get("strict_runtimes") and any(
+    if manifest.get("request", {}).get("strict_runtimes") and any(
         r.get("verdict") in runtime_remedies.FAILING for r in manifest.get("runtimes") or []
     ):
         return EXIT_REGRESSIONS
@@ -149,7 +149,7 @@ def write_junit(path: Path, rows: list[dict], records: list[dict], manifest: dic
             message = f"{row['verdict']}: {row['reason'] or ''}".strip()
             if row["signature_id"]:  # the group's reference: one message for every cell of an incompatibility
                 message = f"[{row['signature_id']}] {row['verdict']}: {row['signature']}"
-            if is_failure(rec, manifest["request"].get("strict_runtimes")) and not row["allowed"]:
+            if is_failure(rec, manifest.get("request", {}).get("strict_runtimes")) and not row["allowed"]:
                 failures += 1
                 node = ET.SubElement(case, "failure", message=message, type=row["verdict"])
                 remedy = f"remedy: {row['remedy']}" if row["remedy"] else None  # informs; the case still fails
