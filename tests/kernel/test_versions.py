@@ -68,3 +68,16 @@ def test_a_post_release_comes_after_its_release():
     assert release_key("1.1.0") < release_key("1.1.0.post0") < release_key("1.1.0.post1")
     assert direction("1.8.0", "1.8.0.post0") == "backward"
     assert same_release("1.8.0.post0", "1.8.0")  # mx.__version__ drops the suffix
+
+
+def test_a_runtime_is_its_release_with_tags():
+    from kit.common.versions import is_runtime, release_of, runtime_tags, sort_key
+
+    name = "1.9.1+py3.12+numpy1.26.4"
+    assert is_runtime(name) and not is_runtime("1.9.1")
+    assert release_of(name) == "1.9.1" and runtime_tags(name) == ("py3.12", "numpy1.26.4")
+    assert release_key(name) == release_key("1.9.1") and same_release(name, "1.9.1")
+    assert at_least("1.7.0.post2+native", "1.7.0") and not at_least("1.6.0+mkl", "1.7.0")
+    assert direction("1.9.1", name) == "runtime" and direction(name, "1.9.1") == "runtime"
+    assert direction(name, name) == "same" and direction("1.6.0", "1.7.0.post2+native") == "backward"
+    assert sorted([name, "2.0.0b1", "1.9.1", "1.6.0+mkl"], key=sort_key) == ["1.6.0+mkl", "1.9.1", name, "2.0.0b1"]
