@@ -177,3 +177,47 @@ def test_a_runtime_without_wheels_for_its_python_is_refused_before_any_work(kit_
     assert "numpy==1.23.5" in proc.stderr  # the release's own numpy has no wheel for 3.12
     assert "numpy1.26.4 on 3.12" in proc.stderr
     assert not (kit_home / "envs" / "1.9.1+py3.12").exists()
+
+
+def test_a_bundle_of_a_runtime_cell_says_how_the_runtime_imports(runtimes_run, kit_home):
+    import zipfile
+
+    cell = f"lenet/export/{NEWEST}/{NUMPY2}"
+    proc = run_cli("bundle", "runtimes", "--cell", cell, "--runs-dir", str(runtimes_run["runs"]), home=kit_home)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with zipfile.ZipFile(proc.stdout.strip().splitlines()[-1]) as z:
+        readme = z.read(next(n for n in z.namelist() if n.endswith("README.md"))).decode()
+    assert f"Runtime `{NUMPY2}` (Python 3.13, numpy 2.1.3): imports under remedy numpy-names, distutils." in readme
+    assert "np.PZERO = 0.0" in readme and "runtime direction" in readme
+
+
+def test_check_model_loads_a_checkpoint_in_a_runtime(created, kit_home, tmp_path):
+    import subprocess
+
+    from test_check_model import DETECTOR, DETECTOR_ARGS
+
+    python = kit_home / "envs" / NEWEST / "bin" / "python"
+    subprocess.run([str(python), "-c", DETECTOR, str(tmp_path / "detector")], check=True, capture_output=True)
+    proc = run_cli(
+        "check-model",
+        str(tmp_path / "detector"),
+        *DETECTOR_ARGS,
+        "--label-names",
+        "cls_label",
+        "--saved-with",
+        NEWEST,
+        "--load",
+        NUMPY2,
+        "--store",
+        str(tmp_path / "store"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--run-id",
+        "cm",
+        home=kit_home,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "cm" / "records").glob("[!.]*.json")]
+    assert record["direction"] == "runtime" and record["loaded_with"] == NUMPY2
+    assert record["verdict"] == "identical" and record["summary"]["max_abs"] == 0.0

@@ -71,6 +71,19 @@ def markdown(
     lines.append(f"| CPU | {cpu(saved_fp)} | {cpu(loaded_fp)} |")
     if made_by:
         lines += ["", f"How the artifact was made: `notebooks/train-mxnet-{cell.saved}.ipynb`, executed as {made_by}."]
+    for entry in run_manifest.get("runtimes") or []:  # a side of the cell that is a runtime: how it imports
+        if entry["name"] in (cell.saved, cell.loaded):
+            remedies = entry.get("remedies") or []
+            lines += [
+                "",
+                f"Runtime {md_code(entry['name'])} ({md_text(entry.get('changes'))}): "
+                f"{md_text(entry.get('verdict') or 'not built on this machine')}"
+                + (f" {md_text(', '.join(r['name'] for r in remedies))}" if remedies else "")
+                + ".",
+            ]
+            for remedy in remedies:
+                lines += ["", f"{md_text(remedy['name'])}: {md_text(remedy['changes'])}", ""]
+                lines += md_fence("\n".join(remedy["paste"]), "python")
     lines += [
         "",
         "## Metrics",

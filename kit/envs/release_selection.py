@@ -17,7 +17,8 @@ from kit.envs.manager import EnvManager
 LAST = re.compile(r"^last:(\d+)$")
 HELP = (
     "comma-separated: release names, 'all', 'last:N' (the newest N), or ranges 'A..B' "
-    "('A..' and '..B' are open), in release order; custom builds on this machine included"
+    "('A..' and '..B' are open), in release order; custom builds on this machine included; runtimes by name "
+    "(RELEASE+TAG..., e.g. 1.9.1+py3.12+numpy1.26.4, 1.6.0+mkl)"
 )
 
 
