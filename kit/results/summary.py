@@ -284,7 +284,8 @@ def heatmaps(data: RunData):
         wrap=True,
         y=1 - 0.3 / fig.get_size_inches()[1],
     )
-    _fixed_margins(fig, nrows, ncols)
+    longest = lambda names: max([len(line) for n in names for line in n.split("\n")] or [0])  # noqa: E731
+    _fixed_margins(fig, nrows, ncols, longest(saved), longest(_loaded_label(n, runtimes) for n in loaded))
     return fig
 
 
@@ -297,12 +298,14 @@ def _loaded_label(name: str, runtimes: dict) -> str:
     return f"{name}\n(remedy: {remedies})" if remedies else name
 
 
-def _fixed_margins(fig, nrows: int, ncols: int) -> None:
+def _fixed_margins(fig, nrows: int, ncols: int, y_chars: int = 12, x_chars: int = 12) -> None:
     """The heatmaps' margins in inches (tick labels, axis labels, titles, the legend), set directly: laying
-    out hundreds of cell labels with tight_layout costs a third of the figure's time."""
+    out hundreds of cell labels with tight_layout costs a third of the figure's time. ``y_chars`` /
+    ``x_chars``: the longest tick label's line on each axis (a runtime's name is long)."""
     width, height = fig.get_size_inches()
-    left, right, bottom, top = 1.0, 1.5, 1.1, 0.95  # y labels / legend / rotated x labels / titles
-    wspace_in, hspace_in = 1.1, 1.35  # between panels: the next one's y labels / this one's x labels and title
+    y_in, x_in = 0.055 * y_chars + 0.55, 0.042 * x_chars + 0.55  # 7 pt text (and the axis label); x rotated 45°
+    left, right, bottom, top = max(1.0, y_in), 1.5, max(1.1, x_in), 0.95  # y labels / legend / x labels / titles
+    wspace_in, hspace_in = max(1.1, y_in + 0.1), max(1.35, x_in + 0.25)  # the next panel's y labels / x labels
     fig.subplots_adjust(
         left=left / width,
         right=1 - right / width,
