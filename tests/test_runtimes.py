@@ -221,3 +221,20 @@ def test_check_model_loads_a_checkpoint_in_a_runtime(created, kit_home, tmp_path
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "cm" / "records").glob("[!.]*.json")]
     assert record["direction"] == "runtime" and record["loaded_with"] == NUMPY2
     assert record["verdict"] == "identical" and record["summary"]["max_abs"] == 0.0
+
+
+def test_a_switch_runtime_sets_its_variable_in_its_kernel_and_programs(kit_home):
+    name = "1.9.1+MXNET_MKLDNN_ENABLED=0"
+    run_cli("env", "create", name, home=kit_home, check=True, timeout=900)
+    built = marker(kit_home, name)
+    assert built["runtime"]["verdict"] == "imports"  # a switch is no remedy: the runtime is usable as it is
+    # measured: 1.9.1 with MKL-DNN switched off cannot run the fused LSTM operator on the CPU at all
+    verified = built["runtime"]["verified"]
+    assert not verified["ok"] and list(verified["fails"]) == ["lstm"] and not verified["differ"]
+    assert "Check failed: in_data.size() == num_inputs (4 vs. 3)" in verified["fails"]["lstm"]
+    listed = run_cli("env", "list", home=kit_home, check=True).stdout
+    assert "imports; differs from 1.9.1: lstm: MXNetError: Check failed" in listed
+    assert built["probe"]["env"]["MXNET_MKLDNN_ENABLED"] == "0"  # the probe ran with the switch set
+    assert built["probe"]["runtime_fix"] == {"aliases": [], "switches": ["MXNET_MKLDNN_ENABLED=0"]}
+    [spec] = list((kit_home / "jupyter" / "kernels").glob("mxnet-1.9.1_mxnet_mkldnn_enabled_0-*/kernel.json"))
+    assert json.loads(spec.read_text())["env"] == {"MXNET_MKLDNN_ENABLED": "0"}

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import traceback
 
-from kit.common import numpy_names
+from kit.common import numpy_names, verdicts
 from kit.common.main_protocol import serve
 from kit.kernel import runtime_fix
 
@@ -122,7 +122,9 @@ def battery(mx):
             value = compute(_inputs(seed)).asnumpy()
             outputs[name] = {"values": [float(v) for v in np.asarray(value, dtype=np.float64).ravel()]}
         except Exception as e:  # an operator that does not run here is an answer, not a crash
-            outputs[name] = {"error": "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e) else "")}
+            said = verdicts.headline(e)
+            named = said.startswith(type(e).__name__ + ":")
+            outputs[name] = {"error": said if named else "%s: %s" % (type(e).__name__, said)}
     return outputs
 
 

@@ -27,6 +27,7 @@ COLUMNS = [
     "MKLDNN",
     "cells",
     "verdicts",
+    "forward cells",
     "max abs",
     "error",
 ]
@@ -52,7 +53,8 @@ def rows(manifest: dict, records: list[dict]) -> list[dict]:
     out = []
     for entry in manifest.get("runtimes") or []:
         name = entry["name"]
-        mine = [r for r in records if name in (r["saved_with"], r["loaded_with"])]
+        both = [r for r in records if name in (r["saved_with"], r["loaded_with"])]
+        mine = [r for r in both if r["direction"] != "forward"]  # forward cells are reported apart, as elsewhere
         verdicts = {}
         for r in mine:
             verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
@@ -70,6 +72,7 @@ def rows(manifest: dict, records: list[dict]) -> list[dict]:
                 "numpy": entry.get("numpy"),
                 "MKLDNN": None if features is None else ("on" if "MKLDNN" in features else "off"),
                 "cells": len(mine),
+                "forward cells": len(both) - len(mine),
                 "verdicts": ", ".join(f"{v} {verdicts[v]}" for v in SEVERITY if v in verdicts) or "-",
                 "max abs": max(errors) if errors else None,
                 "error": (entry.get("last_headline") or entry.get("headline")) if failing else entry.get("headline"),
@@ -182,13 +185,16 @@ def headline(manifest: dict, records: list[dict] = ()) -> str | None:
             text += f" (reproduces {e['release']})"
         parts.append(text)
     line = "runtimes: " + "; ".join(parts)
-    closer = [g for g in disagreements(records) if g["better"]]
+    closer: dict = {}  # one sentence per (runtime, its verdict, its release's verdict), over the saving releases
+    for g in disagreements(records):
+        if g["better"]:
+            closer.setdefault((g["runtime"], g["release"], g["runtime_verdict"], g["release_verdict"]), []).append(g)
     if closer:
         line += ". " + "; ".join(
-            f"{g['runtime']} ({_changes(manifest, g['runtime'])}) gives {g['runtime_verdict']} on what "
-            f"{g['saved_with']} saved where {g['release']} gives {g['release_verdict']} "
-            f"(max abs {_num(g['release_max_abs'])}, {len(g['cells'])} cells)"
-            for g in closer
+            f"{runtime} ({_changes(manifest, runtime)}) gives {mine} where {release} gives {theirs} on what "
+            f"{', '.join(g['saved_with'] for g in groups)} saved ({sum(len(g['cells']) for g in groups)} cells, "
+            f"{release}'s max abs up to {_num(max((g['release_max_abs'] or 0.0) for g in groups))})"
+            for (runtime, release, mine, theirs), groups in closer.items()
         )
     return line
 
