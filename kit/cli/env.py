@@ -158,9 +158,9 @@ def env_list():
             {
                 "kernel": e.kernel_name if e.release is None or e.release.has_mxnet else "- (ONNX Runtime worker)",
                 "size": human_size(e.size_bytes()),
+                "runtime": runtime_line(e.runtime) if e.runtime else "-",
                 "health": e.state,
                 "fallback": "yes" if e.fallback else "no",
-                "runtime": runtime_line(e.runtime) if e.runtime else "-",
             },
         )
         for e in manager.list()
