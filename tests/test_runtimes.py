@@ -238,3 +238,17 @@ def test_a_switch_runtime_sets_its_variable_in_its_kernel_and_programs(kit_home)
     assert built["probe"]["runtime_fix"] == {"aliases": [], "switches": ["MXNET_MKLDNN_ENABLED=0"]}
     [spec] = list((kit_home / "jupyter" / "kernels").glob("mxnet-1.9.1_mxnet_mkldnn_enabled_0-*/kernel.json"))
     assert json.loads(spec.read_text())["env"] == {"MXNET_MKLDNN_ENABLED": "0"}
+
+
+def test_the_lines_a_user_pastes_make_the_runtime_import_without_the_kit(created, kit_home):
+    import subprocess
+
+    python = str(kit_home / "envs" / NUMPY2 / "bin" / "python")
+    env = {**os.environ, "MXCOMPAT_RUNTIME_FIX": "off"}  # the kit's own remedy off: the bare runtime
+    bare = subprocess.run([python, "-c", "import mxnet"], capture_output=True, text=True, env=env, cwd="/")
+    assert bare.returncode != 0 and "`np.PZERO` was removed" in bare.stderr
+    [remedy] = [r for r in marker(kit_home, NUMPY2)["runtime"]["remedies"] if r["name"] == "numpy-names"]
+    script = "\n".join(remedy["paste"]) + "\nprint(mx.__version__, mx.nd.ones((2,)).sum().asscalar())\n"
+    pasted = subprocess.run([python, "-c", script], capture_output=True, text=True, env=env, cwd="/")
+    assert pasted.returncode == 0, pasted.stderr[-2000:]
+    assert pasted.stdout.split() == ["1.9.1", "2.0"]

@@ -63,15 +63,25 @@ def equivalent_for(name, error_text):
 
 
 def paste_lines(aliases):
-    """The lines a user puts before ``import mxnet`` to do what :func:`give_back` does."""
+    """The lines a user puts before ``import mxnet`` to do what ``kit.kernel.runtime_fix.give_back`` does (the
+    docstring's "does" is tested: the lines run in the runtime, without the kit's remedy, and MXNet imports)."""
     lines = ["import numpy as np"]
+    removed = sorted(name for name, expression in aliases.items() if expression == REMOVED)
+    if removed:  # one stand-in per name: MXNet keys its registry by the function
+        lines += [
+            "def _removed(name):  # removed from NumPy; MXNet only registers the name",
+            "    def stand_in(*args, **kwargs):",
+            '        raise NotImplementedError("np.%s was removed from NumPy" % name)',
+            "    stand_in.__name__ = name",
+            "    return stand_in",
+        ]
     for name, expression in sorted(aliases.items()):
         if expression.startswith("builtins."):
             lines.append("np.%s = %s" % (name, expression.split(".", 1)[1]))
         elif expression == SORT_AXIS_0:
             lines.append("np.%s = lambda a: np.sort(a, axis=0)" % name)
         elif expression == REMOVED:
-            lines.append("np.%s = None  # removed from NumPy; MXNet only registers the name" % name)
+            lines.append('np.%s = _removed("%s")' % (name, name))
         else:
             lines.append("np.%s = %s" % (name, expression))
     return lines + ["import mxnet as mx"]
