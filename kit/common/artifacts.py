@@ -140,8 +140,7 @@ def artifact_dir(store, release, model, api):
 def staging_dir(final):
     """A fresh folder beside ``final`` to build an artifact in."""
     parent, name = os.path.split(final)
-    if not os.path.isdir(parent):
-        os.makedirs(parent)
+    os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, ".%s.tmp-%d" % (name, os.getpid()))
     if os.path.exists(tmp):
         shutil.rmtree(tmp)
@@ -176,8 +175,8 @@ def locked(final, exclusive=True):
     parent, name = os.path.split(os.path.normpath(final))
     handle = None
     try:
-        if exclusive and not os.path.isdir(parent):
-            os.makedirs(parent)
+        if exclusive:
+            os.makedirs(parent, exist_ok=True)
         handle = open(os.path.join(parent, ".%s.lock" % name), "a")
     except (IOError, OSError):
         if exclusive:
@@ -227,8 +226,7 @@ def _commit_dir(tmp, final, archive):
         if os.path.exists(keep):
             shutil.rmtree(keep)
         parent = os.path.dirname(keep)
-        if not os.path.isdir(parent):
-            os.makedirs(parent)
+        os.makedirs(parent, exist_ok=True)
         os.rename(old, keep)
     else:
         shutil.rmtree(old)

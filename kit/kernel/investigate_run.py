@@ -256,6 +256,6 @@ def message(result):
 
 def save_json(result, path):
     parent = os.path.dirname(path)
-    if parent and not os.path.isdir(parent):
-        os.makedirs(parent)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
     artifacts.write_json_atomic(path, result)

@@ -140,8 +140,7 @@ def export(folder, manifest, opset=None, out=None, batch=None):
     types = [_TYPES.get(i.get("dtype", "float32"), np.float32) for i in inputs]
     dynamic = name == "mx.onnx.export_model"
     out = out or destination(folder, manifest, opset, None if dynamic else batch)
-    if not os.path.isdir(os.path.dirname(out)):
-        os.makedirs(os.path.dirname(out))
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     sym_path = os.path.join(folder, symbol)
     param_path = os.path.join(folder, params) if params else None
     kwargs = {}

@@ -442,8 +442,7 @@ def reload_all(
             hint="run train.ipynb for the saving releases first, or widen the filters",
         )
     records_dir = os.path.join(run_dir, "records")
-    if not os.path.isdir(records_dir):
-        os.makedirs(records_dir)
+    os.makedirs(records_dir, exist_ok=True)
     env = fingerprint(release)
     records = []
     for i, (saved, model, api, path, archived) in enumerate(todo):
