@@ -93,8 +93,8 @@ def env_create(
         for v in dict.fromkeys(versions):  # a name of the ONNX path builds its exporter and the runtime
             if is_runtime(v):  # a runtime is checked against its release's environment: built first if missing
                 runtime = manager.resolve(v)
-                found = [e for e in manager.list() if e.name == runtime.canonical and e.state == "ready"]
-                picked = ([] if found else [releases.get(runtime.canonical)]) + [runtime]
+                ready = manager.state_of(runtime.canonical) == "ready"
+                picked = ([] if ready else [releases.get(runtime.canonical)]) + [runtime]
             else:
                 picked = onnx_path.environments(v) or [releases.get(v)]
             for release in picked:

@@ -81,6 +81,9 @@ def base_version(text):
 #: set in a custom release's kernel: the ``mx.__version__`` it must report (empty: unknown)
 RELEASE_VERSION_VARIABLE = "MXCOMPAT_RELEASE_VERSION"
 
+#: in a runtime environment's root: the ``MXNET_*`` switches and NumPy names its interpreter applies at start
+RUNTIME_CONFIG = "mxcompat-runtime.json"
+
 
 def same_release(asked, reported):
     """True when ``reported`` (an ``mx.__version__``) is the release ``asked`` names.

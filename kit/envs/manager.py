@@ -147,6 +147,11 @@ class EnvManager:
             )
         return self._load(path)
 
+    def state_of(self, name: str) -> str | None:
+        """The state of environment ``name`` (:attr:`Env.state`), None when there is no such environment."""
+        path = self.home.env_dir(name)
+        return self._load(path).state if path.is_dir() else None
+
     def ready_env(self, name: str) -> Env:
         env = self.get(name)
         if env.state != "ready":
@@ -246,13 +251,14 @@ class EnvManager:
             if env is not None and not force and self._up_to_date(env, plan):
                 return BuildResult(plan.name, "exists", time.monotonic() - started)
             try:
-                skipped = self._build(plan, uv)
+                marker = self._build(plan, uv)
             except KitError as e:
                 return BuildResult(plan.name, "failed", time.monotonic() - started, e)
-        notes = [f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in skipped]
-        runtime = self._load(self.home.env_dir(plan.name)).runtime
-        if runtime:
-            notes.insert(0, runtime_remedies.runtime_line(runtime))
+        notes = [
+            f"left out {' '.join(s['requirements'])}: {s['error'].splitlines()[0]}" for s in marker["skipped_optional"]
+        ]
+        if marker.get("runtime"):
+            notes.insert(0, runtime_remedies.runtime_line(marker["runtime"]))
         return BuildResult(plan.name, "created", time.monotonic() - started, notes=notes)
 
     def _up_to_date(self, env: Env, plan: BuildPlan) -> bool:
@@ -264,8 +270,9 @@ class EnvManager:
             and env.marker.get("install_steps") == [step.to_dict() for step in plan.install_steps()]
         )
 
-    def _build(self, plan: BuildPlan, uv: str) -> list[dict]:
-        """Build ``plan``'s environment; the optional install steps that failed, with their errors."""
+    def _build(self, plan: BuildPlan, uv: str) -> dict:
+        """Build ``plan``'s environment; its marker (the optional install steps that failed are its
+        ``skipped_optional``)."""
         path = self.home.env_dir(plan.name)
         log = self.home.logs / f"env-{plan.name}.log"
         log.write_text(f"# building {plan.name} on {plan.interpreter.path} (fallback={plan.fallback})\n")
@@ -348,7 +355,7 @@ class EnvManager:
             build_seconds=round(time.monotonic() - started, 2),
         )
         write_json_atomic(str(path / MARKER), marker)
-        return skipped
+        return marker
 
     def _settle_runtime(self, plan: BuildPlan, path: Path, purelib: str, uv: str, log: Path, marker: dict) -> None:
         """Make a runtime import with the remedies its errors call for, then check it against its release's
@@ -358,9 +365,9 @@ class EnvManager:
         runtime = marker["runtime"] = runtime_remedies.settle(plan.release, path, purelib, uv, log)
         runtime["settle_seconds"] = round(time.monotonic() - started, 2)
         if runtime["verdict"] != runtime_remedies.DOES_NOT_IMPORT:
-            canonical = self.home.env_dir(plan.release.canonical)
-            ready = canonical.is_dir() and self._load(canonical).state == "ready"
-            runtime_remedies.check_canonical(plan.release, runtime, path, canonical if ready else None, log)
+            ready = self.state_of(plan.release.canonical) == "ready"
+            canonical = self.home.env_dir(plan.release.canonical) if ready else None
+            runtime_remedies.check_canonical(plan.release, runtime, path, canonical, log)
         if runtime["verdict"] in runtime_remedies.FAILING:
             kernelspecs.remove_kernelspec(self.home, plan.release.kernel_name)
             write_json_atomic(str(path / MARKER), marker)
@@ -430,12 +437,8 @@ class EnvManager:
         return healths
 
     def _check(self, env: Env) -> Health:
-        if env.runtime and env.state not in ("ready", "incomplete", "broken"):
-            runtime = env.runtime
-            why = runtime.get("last_headline") or runtime.get("headline") or ""
-            if runtime.get("verified") and not runtime["verified"].get("ok", True):
-                why = runtime_remedies.verification_text(runtime["verified"])
-            return Health(env.name, False, [f"runtime {env.state}: {why}"])
+        if env.state in runtime_remedies.FAILING:
+            return Health(env.name, False, ["runtime " + runtime_remedies.runtime_line(env.runtime)])
         if env.state != "ready":
             return Health(env.name, False, [f"environment is {env.state} (an interrupted or failed build)"])
         problems = []

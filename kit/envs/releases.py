@@ -14,6 +14,7 @@ from pathlib import Path
 from kit.common.names import SAFE_NAME
 from kit.common.errors import UnknownReleaseError, UsageError
 from kit.common import capabilities
+from kit.envs import kernelspecs
 from kit.common.versions import at_least, parse_release, release_key
 
 
@@ -57,9 +58,7 @@ class Release:
 
     @property
     def kernel_name(self) -> str:
-        from kit.envs.kernelspecs import kernel_name
-
-        return kernel_name(self.name)
+        return kernelspecs.kernel_name(self.name)
 
     @property
     def is_runtime(self) -> bool:

@@ -19,11 +19,11 @@ import numpy as np
 from kit.common import tolerance
 from kit.common.errors import KitError
 from kit.common.numpy_names import paste_lines
+from kit.common.versions import RUNTIME_CONFIG
 from kit.envs import kernel_process
 from kit.envs.releases import Release
 from kit.envs.uv import run_logged
 
-CONFIG = "mxcompat-runtime.json"  # kit.kernel.runtime_fix.CONFIG, in the environment's root
 PTH_NAME = "mxcompat-runtime.pth"  # sorts after mxcompat-kit.pth, which puts the kit on the path
 PTH_LINE = "import kit.kernel.runtime_fix as _mxcompat_fix; _mxcompat_fix.apply()\n"
 #: a runtime's env-level verdicts: the first two are usable, the last two fail
@@ -46,10 +46,17 @@ class RuntimeRemedy:
     changes: str
     requirement: str | None = None  # a package installed into the environment
 
-    def paste(self, found: dict | None = None) -> list[str]:
+    def paste(self, aliases: dict) -> list[str]:
         if self.requirement:
             return [f'pip install "{self.requirement}"']
-        return paste_lines(found or {})
+        return paste_lines(aliases)
+
+    def record(self, aliases: dict) -> dict:
+        """What a runtime's record says of this remedy: what it changes, the lines to paste, the names found."""
+        entry = {"name": self.name, "changes": self.changes, "paste": self.paste(aliases)}
+        if not self.requirement:
+            entry["names"] = dict(sorted(aliases.items()))
+        return entry
 
 
 NUMPY_NAMES = RuntimeRemedy(
@@ -63,14 +70,15 @@ DISTUTILS = RuntimeRemedy(
     "standard library and setuptools provides again",
     requirement="setuptools<81",
 )
-#: every runtime remedy, by the error that calls for it: a removed NumPy name, a missing module
-REMEDIES = {r.name: r for r in (NUMPY_NAMES, DISTUTILS)}
+#: the runtime remedy a missing module calls for (a removed NumPy name calls for NUMPY_NAMES)
 MODULE_REMEDIES = {"distutils": DISTUTILS}
 
 
 def write_config(env_path: Path, purelib: str, switches: tuple[str, ...], aliases: dict) -> None:
     """What the environment's interpreter applies at start: the switches and the names given back."""
-    (env_path / CONFIG).write_text(json.dumps({"switches": list(switches), "aliases": aliases}, indent=1) + "\n")
+    (env_path / RUNTIME_CONFIG).write_text(
+        json.dumps({"switches": list(switches), "aliases": aliases}, indent=1) + "\n"
+    )
     Path(purelib, PTH_NAME).write_text(PTH_LINE)
 
 
@@ -92,7 +100,7 @@ def settle(release: Release, env_path: Path, purelib: str, uv: str, log: Path) -
     aliases: dict = {}
     write_config(env_path, purelib, release.switches, aliases)
     state: dict = {"verdict": IMPORTS, "remedies": [], "tries": 0}
-    applied: dict[str, dict] = {}
+    applied: list[RuntimeRemedy] = []
     for attempt in range(MAX_TRIES):
         state["tries"] = attempt + 1
         answer = _check(python, aliases, log)
@@ -103,32 +111,22 @@ def settle(release: Release, env_path: Path, purelib: str, uv: str, log: Path) -
         name, module = answer.get("missing_name"), answer.get("missing_module")
         if name is not None and name not in aliases:
             aliases[name] = answer["equivalent"]
-            applied.setdefault(NUMPY_NAMES.name, {"remedy": NUMPY_NAMES.name, "found": aliases})
-        elif module in MODULE_REMEDIES and MODULE_REMEDIES[module].name not in applied:
+            applied += [] if NUMPY_NAMES in applied else [NUMPY_NAMES]
+        elif module in MODULE_REMEDIES and MODULE_REMEDIES[module] not in applied:
             remedy = MODULE_REMEDIES[module]
             run_logged(
                 [uv, "pip", "install", "--python", python, remedy.requirement],
                 log,
                 what=f"installing {remedy.requirement} into {release.name} (runtime remedy {remedy.name})",
             )
-            applied[remedy.name] = {"remedy": remedy.name, "found": {"module": module}}
+            applied.append(remedy)
         else:  # an error no remedy knows, or one a remedy did not cure
             state.update(verdict=DOES_NOT_IMPORT, last_error=answer["error"], last_headline=answer["headline"])
             break
     else:
         state.update(verdict=DOES_NOT_IMPORT, last_error=f"still failing after {MAX_TRIES} tries")
     write_config(env_path, purelib, release.switches, aliases)
-    for entry in applied.values():
-        remedy = REMEDIES[entry["remedy"]]
-        found = entry["found"] if remedy is NUMPY_NAMES else None
-        state["remedies"].append(
-            {
-                "name": remedy.name,
-                "changes": remedy.changes,
-                "paste": remedy.paste(found),
-                **({"names": dict(sorted(aliases.items()))} if remedy is NUMPY_NAMES else {}),
-            }
-        )
+    state["remedies"] = [remedy.record(aliases) for remedy in applied]
     if applied and state["verdict"] == IMPORTS:
         state["verdict"] = IMPORTS_UNDER_REMEDY
     return state
@@ -205,7 +203,7 @@ def runtime_line(runtime: dict) -> str:
     remedies = ", ".join(
         r["name"] + (f" ({len(r['names'])} names)" if r.get("names") else "") for r in runtime.get("remedies", [])
     )
-    line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != "imports" else "")
+    line = runtime["verdict"] + (f" {remedies}" if remedies and runtime["verdict"] != IMPORTS else "")
     if runtime["verdict"] == DOES_NOT_IMPORT:
         line += ": " + (runtime.get("last_headline") or runtime.get("headline") or "")
     verified = runtime.get("verified")

@@ -100,12 +100,8 @@ def parse(name: str) -> Runtime:
     fields: dict = {}
     switches: list[str] = []
     for tag in tags:
-        for key, pattern in (("python", _PYTHON), ("numpy", _NUMPY)):
-            m = pattern.match(tag)
-            if m:
-                break
-        else:
-            key, m = None, None
+        python, numpy = _PYTHON.match(tag), _NUMPY.match(tag)
+        key, m = ("python", python) if python else ("numpy", numpy)
         if m is not None:
             if key in fields:
                 raise UsageError(f"runtime {name!r} names {key} twice", hint=f"a runtime is {SYNTAX}")

@@ -5,6 +5,8 @@ import os
 import platform
 import sys
 
+from kit.kernel import runtime_fix as runtime_fix_module
+
 ENV_MARKER = "mxcompat-env.json"  # written by the host side as the last step of an environment build
 
 _CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "amx_tile")
@@ -55,10 +57,8 @@ def kit_env(prefix=None):
 def runtime_fix(prefix=None):
     """What a runtime's remedy gives back and sets in this environment (``{"aliases": [names], "switches"}``),
     or None where no runtime remedy is recorded."""
-    try:
-        with open(os.path.join(prefix or sys.prefix, "mxcompat-runtime.json")) as f:
-            recorded = json.load(f)
-    except (IOError, OSError, ValueError):
+    recorded = runtime_fix_module.config(prefix)
+    if recorded is None:
         return None
     return {"aliases": sorted(recorded.get("aliases") or {}), "switches": list(recorded.get("switches") or [])}
 

@@ -11,8 +11,8 @@ import os
 import sys
 
 from kit.common.numpy_names import FINANCIAL, REMOVED, SORT_AXIS_0
+from kit.common.versions import RUNTIME_CONFIG
 
-CONFIG = "mxcompat-runtime.json"
 SWITCH = "MXCOMPAT_RUNTIME_FIX"
 
 
@@ -65,7 +65,7 @@ def give_back(aliases):
 def config(prefix=None):
     """What this environment's build recorded (``{"aliases": {...}}``), or None."""
     try:
-        with open(os.path.join(prefix or sys.prefix, CONFIG)) as f:
+        with open(os.path.join(prefix or sys.prefix, RUNTIME_CONFIG)) as f:
             return json.load(f)
     except (IOError, OSError, ValueError):
         return None

@@ -118,9 +118,9 @@ def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset()) -
     if req.reload_only:  # every model and API the store holds, unless the request names them
         models, apis = req.models, req.apis
     for release in req.load:
-        sources = [s for s in _sources(req, release) if s not in skip]
         if release in skip:
             continue
+        sources = [s for s in _sources(req, release) if s not in skip]
         if not sources:
             continue
         parameters = {

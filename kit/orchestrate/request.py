@@ -219,17 +219,18 @@ def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = fr
 def _settled(manager: EnvManager, name: str) -> bool:
     """A runtime built and found failing (does not import, or its remedy changes outputs): an environment-level
     verdict the run reports, not a missing environment."""
-    try:
-        return manager.get(name).state in runtime_remedies.FAILING
-    except KitError:
-        return False
+    return _state(manager, name) in runtime_remedies.FAILING
 
 
 def _ready(manager: EnvManager, name: str) -> bool:
+    return _state(manager, name) == "ready"
+
+
+def _state(manager: EnvManager, name: str) -> str | None:
     try:
-        return manager.get(name).state == "ready"
-    except KitError:
-        return False
+        return manager.state_of(name)
+    except KitError:  # a name no environment can have
+        return None
 
 
 #: below this much free space in the store's filesystem a run says so before any work

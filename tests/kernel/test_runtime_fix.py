@@ -47,4 +47,5 @@ def test_a_name_numpy_has_is_left_as_it_is_and_one_it_lacks_is_given_back():
 
 def test_outside_a_runtime_there_is_nothing_to_apply():
     assert runtime_fix.config("/nonexistent") is None
-    assert runtime_fix.apply() == [] or runtime_fix.config() is not None
+    assert runtime_fix.config() is None  # the kernel tests run in release environments and on the host
+    assert runtime_fix.apply() == []
