@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers import start_kit  # noqa: E402
 import s3_server  # noqa: E402  (bench/, beside this script)
+from helpers import start_kit  # noqa: E402
 
 BUCKET = "kit-bench"
 

@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from kit.common.errors import KitError  # noqa: E402
 from kit.envs import releases as release_table  # noqa: E402
 from kit.envs.manager import EnvManager  # noqa: E402
-from kit.common.errors import KitError  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
 SCHEMA = 1
@@ -39,12 +39,12 @@ REDUCED = {"runs": 2, "warmup": 1, "batch": 25}
 
 
 def measure_release(python: Path, release: str, settings: dict, timeout: float = 1800) -> dict:
-    """Run kit.kernel.e2e_timing in one release's environment; its JSON result."""
+    """Run kit.kernel.entry.e2e_timing in one release's environment; its JSON result."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("MPLBACKEND", None)
     started = time.monotonic()
     proc = subprocess.run(
-        [str(python), "-m", "kit.kernel.e2e_timing", json.dumps(dict(settings, release=release))],
+        [str(python), "-m", "kit.kernel.entry.e2e_timing", json.dumps(dict(settings, release=release))],
         capture_output=True,
         text=True,
         env=env,

@@ -42,7 +42,7 @@ started = time.monotonic()
 import mxnet as mx
 import onnxruntime as ort
 imported = time.monotonic() - started
-from kit.kernel import onnx_runtime
+from kit.kernel.exits import onnx_runtime
 
 net = mx.gluon.nn.HybridSequential()
 net.add(mx.gluon.nn.Conv2D(8, 3, activation="relu"), mx.gluon.nn.MaxPool2D(), mx.gluon.nn.Dense(10))

@@ -50,6 +50,7 @@ import s3_server  # noqa: E402  (bench/, beside this script)
 
 sys.path.insert(0, str(REPO / "tests"))
 import hostile  # noqa: E402  (tests/hostile.py: the hostile store's edits)
+
 from kit.common import artifacts  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Parse every module of kit/common and kit/kernel (and kit/__init__.py) with the running interpreter.
+"""Parse every module under kit/common and kit/kernel (and kit/__init__.py) with the running interpreter.
 
 Run it with Python 3.6 (`make lint` finds one the way the kit finds interpreters): the code
 both sides share and the kernel side must parse on the oldest Python a kernel runs.
@@ -16,9 +16,11 @@ def files():
     yield os.path.join(ROOT, "kit", "__init__.py")
     for part in ("common", "kernel"):
         folder = os.path.join(ROOT, "kit", part)
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py"):
-                yield os.path.join(folder, name)
+        for dirpath, dirnames, names in sorted(os.walk(folder)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    yield os.path.join(dirpath, name)
 
 
 def main():

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO, kit_env
 from hostile import rehash  # noqa: F401  (the tests import it from here)
+
 from kit.envs.interpreters import InterpreterFinder
 
 OLDEST = "1.0.0.post4"
@@ -88,8 +88,8 @@ def trained_store(built_envs, kit_home, tmp_path_factory) -> dict:
     """train.ipynb executed once per built release into one store; {release: seconds, "_store": Path, ...}."""
     import time
 
-    from kit.home import KitHome
     from kit.execute.notebooks import NOTEBOOKS, run_notebook
+    from kit.home import KitHome
 
     store = tmp_path_factory.mktemp("store")
     runs = tmp_path_factory.mktemp("runs")
@@ -158,8 +158,8 @@ def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:
     """reload.ipynb on the newest release over ``store``, executed into ``out_dir`` (records in its records/).
 
     It passes the notebook's old parameter names (mxnet_version, out_dir) on purpose: they must keep working."""
-    from kit.home import KitHome
     from kit.execute.notebooks import NOTEBOOKS, run_notebook
+    from kit.home import KitHome
 
     run_notebook(
         NOTEBOOKS / "reload.ipynb",
@@ -182,8 +182,8 @@ def kernel_unit_tests(kit_home: Path, release: str) -> tuple[subprocess.Complete
 @pytest.fixture(scope="session")
 def reloaded(trained_store, kit_home, tmp_path_factory) -> dict:
     """reload.ipynb on the newest release (backward) and on the oldest (forward too): their records."""
-    from kit.home import KitHome
     from kit.execute.notebooks import NOTEBOOKS, run_notebook
+    from kit.home import KitHome
 
     out = {}
     for release, forward in ((NEWEST, False), (OLDEST, True)):

@@ -21,9 +21,9 @@ import sys
 
 os.environ.setdefault("MXNET_ENFORCE_DETERMINISM", "1")  # what train_mxnet_legacy_models.sh exports
 
-import numpy as np  # noqa: E402
 import mxnet as mx  # noqa: E402
 import mxnet.ndarray as F  # noqa: E402
+import numpy as np  # noqa: E402
 from mxnet import gluon  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 

@@ -23,7 +23,8 @@ def main():
     import mxnet as mx
 
     from kit.common import artifacts
-    from kit.kernel import mxapi, zoo
+    from kit.kernel.models import zoo
+    from kit.kernel.mx import mxapi
 
     mxapi.prepare_kernel()
     with open(record_path) as f:

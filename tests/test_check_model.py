@@ -9,7 +9,6 @@ import subprocess
 
 import numpy as np
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
 
 pytestmark = pytest.mark.envs

@@ -5,9 +5,9 @@ import ast
 
 import click
 import pytest
-
 from conftest import run_cli
 from helpers import REPO
+
 from kit.cli import main
 from kit.cli.options import RUNS_DIR_HELP
 

@@ -15,9 +15,9 @@ import time
 
 import boto3
 import pytest
-
-from conftest import OLDEST, NEWEST, read_records, run_cli
+from conftest import NEWEST, OLDEST, read_records, run_cli
 from helpers import start_kit
+
 from kit import store as stores
 from kit.common import artifacts
 from kit.store.lease import LEASES, LeaseBusy, S3Lease

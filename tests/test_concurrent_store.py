@@ -9,9 +9,9 @@ import os
 import time
 
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
 from helpers import start_kit
+
 from kit.common import artifacts
 
 RELEASE, MODEL, API = "1.9.1", "lenet", "export"

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, require_python, run_cli
 from helpers import run_kit_in_terminal, start_kit
 

@@ -72,7 +72,7 @@ def test_what_a_shell_line_holds_is_checked_as_a_shell_reads_it(check_docs, tmp_
         'make demo DEMO_RELEASES="1.2.1 1.9.1"\n'
         "```\n\n"
         "See [the other page](other.md#a-heading-with-code), [this one](#good), `make test-fast`,\n"
-        "`mxcompat store ls --versions`, `kit/kernel/remedies.py` and `kit.store.load(...)`.\n",
+        "`mxcompat store ls --versions`, `kit/kernel/remedies/attempts.py` and `kit.store.load(...)`.\n",
         encoding="utf-8",
     )
     report = check_docs.check([doc])

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.manager import start_new_kernel
-
 from conftest import NEWEST, OLDEST, REPO, kernel_unit_tests, require_python, run_cli
 from helpers import start_kit
+from jupyter_client.manager import start_new_kernel
 
 pytestmark = pytest.mark.envs
 

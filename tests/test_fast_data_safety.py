@@ -8,11 +8,11 @@ import os
 import struct
 import zipfile
 
+import hostile
 import numpy as np
 import pytest
-
-import hostile
 from conftest import run_cli
+
 from kit.common import artifacts, declared_sizes
 from kit.common.names import is_safe_name, is_safe_relative
 from kit.store import LocalStore

@@ -163,7 +163,7 @@ def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatc
 
     import numpy as np
 
-    from kit.kernel import onnx_worker
+    from kit.kernel.exits import onnx_worker
 
     opened = []
 
@@ -193,7 +193,7 @@ def test_closing_the_onnx_worker_never_waits_forever(monkeypatch):
     """A worker that ignores the end of its input is killed after CLOSE_SECONDS."""
     import subprocess
 
-    from kit.kernel import onnx_runtime
+    from kit.kernel.exits import onnx_runtime
 
     stubborn = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"],

@@ -9,8 +9,8 @@ from kit.common import artifacts
 from kit.common.errors import UsageError
 from kit.common.remedy_reasons import no_remedy_reason
 from kit.envs import onnx_path
-from kit.envs.interpreters import Interpreter
 from kit.envs.build_plan import BuildPlan
+from kit.envs.interpreters import Interpreter
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 from kit.orchestrate.plan import plan

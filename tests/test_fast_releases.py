@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from kit.envs import releases
 from kit.common import versions
 from kit.common.errors import UnknownReleaseError, UsageError
+from kit.envs import releases
 from kit.envs.manager import MARKER, EnvManager
 from kit.home import KitHome
 

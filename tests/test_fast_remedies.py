@@ -1,5 +1,5 @@
 """Remedies as the reader sees them (kit.results.signatures, kit.results.reports), from hand-built records in the shape
-kit.kernel.remedies writes: a group says which remedy fixed how many of its cells, the headline counts
+kit.kernel.remedies.attempts writes: a group says which remedy fixed how many of its cells, the headline counts
 incompatibilities with and without one, and the cell's own verdict (exit code, JUnit) does not move."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 from xml.etree import ElementTree as ET
 
-from kit.results import reports
 from kit.common.record_schema import new_record
+from kit.results import reports
 from kit.results.records import classify
 from kit.results.signatures import PARTIAL, VERIFIED, group_records, line, remedy_text
 

@@ -6,11 +6,11 @@ import csv
 import json
 
 import pytest
-
 from conftest import run_cli
-from kit.results import reports
+
 from kit.common import artifacts
 from kit.common.record_schema import new_record
+from kit.results import reports
 from kit.results.compare import compare_groups, lines
 from kit.results.signatures import group_records, normalize, signature, signature_id
 

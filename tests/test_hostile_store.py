@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-
 import hostile
+import pytest
 from conftest import NEWEST, read_records, run_cli
 
 pytestmark = pytest.mark.envs

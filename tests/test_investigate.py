@@ -10,7 +10,6 @@ import zipfile
 import mistune
 import nbformat
 import pytest
-
 from conftest import NEWEST, OLDEST, group_line, run_cli, scale_weight
 
 pytestmark = pytest.mark.envs

@@ -8,7 +8,6 @@ import shutil
 
 import nbformat
 import pytest
-
 import scales
 from conftest import matrix_run, read_records, rehash, require_python, run_cli
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import NEWEST, OLDEST, run_cli
 from lab_driver import Lab, browser_missing, chromium, launcher_kernels, open_notebook, run_new_cell
 
@@ -27,8 +26,8 @@ def lab_run(built_envs, kit_home, tmp_path_factory):
 
 
 def test_jupyterlab_offers_every_release_kernel_and_runs_a_cell_in_each(lab_run, built_envs, kit_home, tmp_path):
-    from kit.home import KitHome
     from kit.envs.kernelspecs import kernel_names, read_kernelspec
+    from kit.home import KitHome
 
     home = KitHome(kit_home)
     expected = {name: read_kernelspec(home, name)["display_name"] for name in kernel_names(home)}

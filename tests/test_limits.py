@@ -9,7 +9,6 @@ import json
 import shutil
 
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
 
 pytestmark = pytest.mark.envs

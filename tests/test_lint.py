@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from conftest import REPO
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
@@ -54,33 +54,60 @@ def test_the_contracts_name_every_host_package():
     assert set(border[0]["source_modules"]) == host  # host never imports kit.kernel
     assert host <= set(border[1]["forbidden_modules"])  # kit.kernel imports no host package
     assert host | {"kit.kernel", "mxnet"} <= set(border[2]["forbidden_modules"])  # kit.common imports neither
-    [layers] = [c for c in _contracts() if c["type"] == "layers"]
+    [layers] = [c for c in _contracts() if c["name"] == "host packages in layers"]
     layered = {m.strip() for layer in layers["layers"] for m in layer.split("|")}
     assert layered == host  # every host package has its layer
     [acyclic] = [c for c in _contracts() if c["type"] == "acyclic_siblings"]
     assert set(acyclic["ancestors"]) >= {p for p in host if (REPO / p.replace(".", "/")).is_dir()}
 
 
+def _kernel_rooms() -> set[str]:
+    return {f"kit.kernel.{p.parent.name}" for p in (REPO / "kit" / "kernel").glob("*/__init__.py")}
+
+
+def test_the_kernel_side_is_in_rooms_each_saying_what_it_holds():
+    rooms = _kernel_rooms()
+    assert len(rooms) >= 6, rooms
+    assert not [p.name for p in (REPO / "kit" / "kernel").glob("*.py") if p.name != "__init__.py"]  # no flat hall
+    for package in [REPO / "kit" / p for p in ("", *(p.name for p in (REPO / "kit").iterdir() if p.is_dir()))]:
+        for init in [package / "__init__.py", *package.glob("*/__init__.py")]:
+            if init.is_file():
+                doc = ast.get_docstring(ast.parse(init.read_text()))
+                assert doc and len(doc.split()) >= 5, init  # a package says what it holds
+    [layers] = [c for c in _contracts() if c["name"] == "kernel rooms in layers"]
+    assert {m.strip() for layer in layers["layers"] for m in layer.split("|")} == rooms  # every room has its layer
+    [acyclic] = [c for c in _contracts() if c["type"] == "acyclic_siblings"]
+    assert rooms <= set(acyclic["ancestors"])
+
+
+def test_a_kernel_room_importing_one_above_it_is_caught(copy):
+    zoo = copy / "kit" / "kernel" / "models" / "zoo.py"
+    zoo.write_text(zoo.read_text() + "\nfrom kit.kernel.entry import reload_run  # noqa\n")
+    proc = _lint(copy)
+    assert proc.returncode != 0
+    assert "kernel rooms in layers BROKEN" in proc.stdout and "kit.kernel.models.zoo -> kit.kernel.entry" in proc.stdout
+
+
 def test_no_module_is_over_500_lines_but_the_architecture_fingerprint():
     lengths = {str(p.relative_to(REPO)): len(p.read_text().splitlines()) for p in (REPO / "kit").rglob("*.py")}
-    long = {path: n for path, n in lengths.items() if n > 500 and not path.endswith("kernel/architecture.py")}
+    long = {path: n for path, n in lengths.items() if n > 500 and not path.endswith("kernel/saving/architecture.py")}
     assert not long, long
 
 
 def test_the_repository_keeps_every_contract():
     proc = _lint(REPO)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "5 kept, 0 broken" in proc.stdout
+    assert "6 kept, 0 broken" in proc.stdout
 
 
 def test_a_host_module_importing_the_kernel_side_is_caught(copy):
     matrix = copy / "kit" / "orchestrate" / "matrix.py"
-    matrix.write_text(matrix.read_text() + "\nfrom kit.kernel import zoo  # noqa\n")
+    matrix.write_text(matrix.read_text() + "\nfrom kit.kernel.models import zoo  # noqa\n")
     proc = _lint(copy)
     assert proc.returncode != 0
     assert (
         "host packages never import kit.kernel" in proc.stdout
-        and "kit.orchestrate.matrix -> kit.kernel.zoo" in proc.stdout
+        and "kit.orchestrate.matrix -> kit.kernel.models.zoo" in proc.stdout
     )
 
 

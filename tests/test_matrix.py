@@ -12,13 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import NEWEST, OLDEST, REPO, group_line, read_records, rehash, run_cli, scale_weight
 from helpers import run_kit_in_terminal
 

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import boto3
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
 from helpers import REPO
+
 from kit import store as stores
 from kit.common import artifacts
 from kit.common.capabilities import APIS, MBCC_MODELS
 from kit.common.errors import UsageError
 from kit.envs.manager import EnvManager
-from kit.home import KitHome
 from kit.foreign.mbcc import CHECKER_MODELS, converter_env, import_mbcc, read_layout, release_for
+from kit.home import KitHome
 
 envs = pytest.mark.envs  # the tests that build environments and run MXNet; the layout rules need neither
 

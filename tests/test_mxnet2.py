@@ -9,10 +9,9 @@ import subprocess
 
 import nbformat
 import pytest
-
 import scales
-from helpers import REPO
 from conftest import NEWEST, OLDEST, kernel_unit_tests, matrix_run, read_records, run_cli
+from helpers import REPO
 
 pytestmark = pytest.mark.envs
 

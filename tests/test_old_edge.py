@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import NEWEST, kernel_unit_tests, matrix_run, require_python
 
 pytestmark = pytest.mark.envs

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 
 import pytest
-
 import scales
 from conftest import read_records, run_cli
 

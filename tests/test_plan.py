@@ -7,12 +7,12 @@ import pytest
 from kit import store as stores
 from kit.common.errors import UsageError
 from kit.execute.executors import EXECUTORS, executor_class, get_executor
-from kit.home import KitHome
 from kit.execute.local_executor import LocalExecutor
+from kit.execute.steps import Step
+from kit.home import KitHome
 from kit.orchestrate.plan import plan, waves
 from kit.orchestrate.request import RunRequest
 from kit.results.runs import Run
-from kit.execute.steps import Step
 
 
 def _plan(tmp_path, **req):
@@ -132,8 +132,8 @@ def test_a_reload_only_plan_has_no_train_steps_and_checks_every_model_in_the_sto
 
 
 def test_environments_are_needed_only_where_steps_run(tmp_path, monkeypatch):
-    from kit.orchestrate import request as request_mod
     from kit.envs.manager import EnvManager
+    from kit.orchestrate import request as request_mod
 
     manager = EnvManager(KitHome(tmp_path / "home"))
     ready = {"1.9.1"}

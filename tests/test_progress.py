@@ -10,9 +10,9 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from kit.envs import kernelspecs
-from kit.home import KitHome
 from kit.execute.notebooks import run_notebook
 from kit.execute.progress import LiveProgress, StepProgress, progress_path, read
+from kit.home import KitHome
 
 
 class Recorder(StepProgress):

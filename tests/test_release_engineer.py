@@ -11,7 +11,6 @@ import os
 
 import boto3
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
 
 CANDIDATE = "1.9.2rc0"

@@ -1,7 +1,7 @@
 import pytest
 
-from kit.envs import releases
 from kit.common.errors import UnknownReleaseError, UsageError
+from kit.envs import releases
 
 
 def test_table_spans_every_supported_release():

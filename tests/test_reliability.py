@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, OLDEST, REPO, read_records, rehash, reload_in_newest, run_cli
 from helpers import start_kit
+
 from kit.common import artifacts
 
 

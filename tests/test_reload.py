@@ -6,7 +6,6 @@ import shutil
 
 import nbformat
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, reload_in_newest, scale_weight
 
 pytestmark = pytest.mark.envs

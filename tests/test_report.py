@@ -8,8 +8,8 @@ import threading
 
 import pytest
 import yaml
-
 from conftest import run_cli
+
 from kit.common import artifacts
 from kit.common.record_schema import new_record
 

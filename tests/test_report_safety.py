@@ -18,9 +18,9 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-
 from conftest import run_cli
 from helpers import REPO
+
 from kit.common import artifacts
 from kit.common.errors import UsageError
 from kit.common.record_schema import new_record

@@ -23,8 +23,8 @@ def test_sweep_removes_only_the_temporary_files_of_dead_writers(tmp_path):
 def test_latest_links_the_newest_run_and_the_summary_finds_it_from_anywhere(tmp_path, monkeypatch):
     import pytest
 
-    from kit.results import summary
     from kit.common.errors import UsageError
+    from kit.results import summary
 
     for run_id in ("r1", "r2"):
         run = Run(tmp_path / "runs", run_id)

@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-
 from conftest import NEWEST, matrix_run, require_python, run_cli
 
 pytestmark = pytest.mark.envs

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from kit.envs import releases
-from kit.envs import release_selection as selection
 from kit.common.errors import UsageError
 from kit.common.versions import release_key
+from kit.envs import release_selection as selection
+from kit.envs import releases
 from kit.envs.manager import MARKER, EnvManager
 from kit.home import KitHome
 

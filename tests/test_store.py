@@ -8,11 +8,11 @@ import time
 
 import boto3
 import pytest
-
 from conftest import NEWEST, OLDEST, read_records, run_cli
+
 from kit import store as stores
-from kit.home import KitHome
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
+from kit.home import KitHome
 from kit.store.s3 import S3Store
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from kit.envs import syslibs
 from kit.common.errors import MissingSystemLibraryError
+from kit.envs import syslibs
 
 
 def test_real_libraries_are_present():

@@ -11,12 +11,12 @@ import nbformat
 import numpy as np
 import papermill
 import pytest
-
 import scales
 from conftest import NEWEST, OLDEST
-from kit.home import KitHome
+
 from kit.common import artifacts
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
+from kit.home import KitHome
 
 pytestmark = pytest.mark.envs
 

@@ -7,7 +7,6 @@ import sys
 
 import nbformat
 import pytest
-
 import scales
 from conftest import NEWEST, OLDEST, REPO, group_line, matrix_run, read_records, run_cli
 

@@ -9,8 +9,8 @@ import click
 from kit.cli.options import handle_errors, jobs_option
 from kit.cli.tables import format_table, human_size
 from kit.common.errors import EXIT_BROKEN, KitError, UsageError
-from kit.envs import kernelspecs, onnx_path, releases
 from kit.common.versions import is_runtime
+from kit.envs import kernelspecs, onnx_path, releases
 from kit.envs.manager import EnvManager
 from kit.envs.runtime_remedies import runtime_line
 from kit.home import KitHome

@@ -7,7 +7,6 @@ import sys
 import click
 
 from kit import store as stores  # the store API (this module defines the `store` group)
-
 from kit.cli.options import handle_errors, store_option
 from kit.cli.tables import format_table
 from kit.common.errors import EXIT_OK, EXIT_REGRESSIONS, UsageError

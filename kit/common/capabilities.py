@@ -26,9 +26,9 @@ ONNX_DIRECTION = "onnx"
 #: every API a record can have
 LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API, ONNX_API)
 
-#: the zoo's models (kit.kernel.zoo builds them; named here so the host can check names without MXNet).
+#: the zoo's models (kit.kernel.models.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
-#: real architectures from mxnet.gluon.model_zoo.vision (kit.kernel.vision_zoo): bigger, so opt-in.
+#: real architectures from mxnet.gluon.model_zoo.vision (kit.kernel.models.vision_zoo): bigger, so opt-in.
 VISION_MODELS = (
     "resnet18_v1",
     "resnet18_v2",
@@ -39,7 +39,7 @@ VISION_MODELS = (
     "vgg11_bn",
     "e2e_resnet18",
 )
-#: the models of MXNet's own nightly backwards-compatibility checker (kit.kernel.mbcc_models), whose saved
+#: the models of MXNet's own nightly backwards-compatibility checker (kit.kernel.models.mbcc_models), whose saved
 #: files ``mxcompat store import-mbcc`` imports: the group "mbcc", opt-in and not part of "all".
 MBCC_MODELS = ("mbcc_mlp", "mbcc_lenet", "mbcc_lstm")
 MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS

@@ -3,7 +3,7 @@
 Read from the error itself: NumPy 2 says what to use instead (``Use `np.float64` instead``), NumPy 1.24-1.26
 name the builtin an alias stood for (``np.bool``); for the few NumPy removed without a word, :data:`UNADVISED`.
 An equivalent is written as a short expression (``np.float64``, ``-np.inf``, ``0.0``, ``builtins.bool``,
-:data:`SORT_AXIS_0`, :data:`REMOVED`) that ``kit.kernel.runtime_fix`` resolves in a kernel and
+:data:`SORT_AXIS_0`, :data:`REMOVED`) that ``kit.kernel.runtime.fix`` resolves in a kernel and
 :func:`paste_lines` writes for a user.
 """
 
@@ -63,7 +63,7 @@ def equivalent_for(name, error_text):
 
 
 def paste_lines(aliases):
-    """The lines a user puts before ``import mxnet`` to do what ``kit.kernel.runtime_fix.give_back`` does (the
+    """The lines a user puts before ``import mxnet`` to do what ``kit.kernel.runtime.fix.give_back`` does (the
     docstring's "does" is tested: the lines run in the runtime, without the kit's remedy, and MXNet imports)."""
     lines = ["import numpy as np"]
     removed = sorted(name for name, expression in aliases.items() if expression == REMOVED)

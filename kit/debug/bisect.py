@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kit.envs import releases, runtimes
 from kit.common import artifacts
-from kit.envs.manager import EnvManager
-from kit.common.errors import KitError, UsageError
-from kit.home import KitHome
 from kit.common.capabilities import APIS, MODEL_NAMES
+from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PASSING, UNSUPPORTED
 from kit.common.versions import is_runtime, release_key, release_of
+from kit.envs import releases, runtimes
+from kit.envs.manager import EnvManager
+from kit.execute.steps import execute_step
+from kit.home import KitHome
 from kit.orchestrate.plan import release_step
 from kit.results.runs import Run, new_run_id, runs_dir
-from kit.execute.steps import execute_step
 
 
 def verdict_class(verdict: str) -> str:

@@ -6,13 +6,13 @@ import json
 import zipfile
 from pathlib import Path
 
-from kit.results.cells import Cell
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
 from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
 from kit.common.names import is_safe_name
-from kit.debug.run_files import cell_artifact, read_record, run_store
 from kit.common.verdicts import PARAMS_AS_SAVED
+from kit.debug.run_files import cell_artifact, read_record, run_store
+from kit.results.cells import Cell
 from kit.results.markdown import md_code, md_fence, md_text
 from kit.results.reports import reproduce_command
 from kit.results.runs import Run, runs_dir

@@ -1,6 +1,6 @@
 """``mxcompat convert``: a failing cell's artifact written as its verified remedy makes it, reloaded natively.
 
-The conversion runs in the loading release's environment (kit.kernel.convert); what it writes is an
+The conversion runs in the loading release's environment (kit.kernel.entry.convert); what it writes is an
 artifact of its own beside a record that reloads it through that release's ordinary load path, with no
 remedy, on the saving release's reference cases.
 """
@@ -12,14 +12,14 @@ import os
 import shutil
 from pathlib import Path
 
-from kit.results.cells import Cell
 from kit.common.capabilities import ONNX_API
-from kit.common.record_schema import LOADING_MODE
 from kit.common.errors import UsageError
+from kit.common.record_schema import LOADING_MODE
 from kit.debug.run_files import cell_artifact, read_record, run_store
 from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
+from kit.results.cells import Cell
 from kit.results.runs import Run, runs_dir
 
 
@@ -105,7 +105,11 @@ def convert_cell(
     }
     try:
         answer = kernel_process.run_kernel_main(
-            env.python, "kit.kernel.convert", request, what=f"converting {cell} in MXNet {cell.loaded}", cwd=env.path
+            env.python,
+            "kit.kernel.entry.convert",
+            request,
+            what=f"converting {cell} in MXNet {cell.loaded}",
+            cwd=env.path,
         )
         (staged / OWNED).write_text(json.dumps({"cell": str(cell), "remedy": name, "run": run.id}) + "\n")
         _move_into_place(staged, target)

@@ -13,14 +13,14 @@ from pathlib import Path
 from papermill.exceptions import PapermillExecutionError
 
 from kit.common.capabilities import ONNX_API
-from kit.results.cells import Cell
-from kit.envs.manager import EnvManager
 from kit.common.errors import KitError, UsageError
+from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.debug.run_files import cell_artifact, run_store
 from kit.envs import kernel_process, kernelspecs, limits
-from kit.common.verdicts import PARAMS_AS_SAVED
-from kit.home import KitHome
+from kit.envs.manager import EnvManager
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
+from kit.home import KitHome
+from kit.results.cells import Cell
 from kit.results.runs import Run, runs_dir
 
 
@@ -64,7 +64,7 @@ def investigate_cell(
         reference = str(out_dir / f"{cell.slug}.reference.npz")
         kernel_process.run_kernel_main(
             saving.python,
-            "kit.kernel.recompute",
+            "kit.kernel.entry.recompute",
             {"folder": str(artifact), "out": reference, "release": cell.saved},
             what=f"computing {cell.saved}'s internals",
             cwd=saving.path,

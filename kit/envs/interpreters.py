@@ -14,8 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.envs import child_env
 from kit.common.errors import InterpreterNotFoundError, UsageError
+from kit.envs import child_env
 
 _PROBE = "import sys, json; print(json.dumps([sys.executable, list(sys.version_info[:3])]))"
 

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kit.envs import child_env, limits
 from kit.common.errors import EXIT_BROKEN, EXIT_USAGE, EnvBuildError, KitError, UsageError
 from kit.common.main_protocol import ANSWER
+from kit.envs import child_env, limits
 
 
 class KernelProgramError(EnvBuildError):

@@ -10,9 +10,9 @@ import re
 import shutil
 from pathlib import Path
 
+from kit.common.artifacts import write_json_atomic
 from kit.envs import child_env, limits
 from kit.home import KitHome
-from kit.common.artifacts import write_json_atomic
 
 KERNEL_PREFIX = "mxnet-"
 _JUPYTER_NAME = re.compile(r"^[a-z0-9._-]+\Z")  # what jupyter_client accepts as a kernel name

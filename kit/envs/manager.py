@@ -20,22 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kit
-from kit.envs import kernel_process
-from kit.envs import kernelspecs
-from kit.envs import onnx_path
-from kit.envs import releases
-from kit.envs import runtime_remedies
-from kit.envs import runtimes
-from kit.envs import syslibs
 from kit.common.artifacts import write_json_atomic
-from kit.common.names import is_safe_name
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError, UsageError
-from kit.home import REPO_ROOT, KitHome
+from kit.common.names import is_safe_name
+from kit.common.versions import RELEASE_VERSION_VARIABLE, is_runtime, same_release, sort_key
+from kit.envs import kernel_process, kernelspecs, onnx_path, releases, runtime_remedies, runtimes, syslibs
 from kit.envs.build_plan import BuildPlan
 from kit.envs.interpreters import Interpreter, InterpreterFinder
-from kit.common.versions import RELEASE_VERSION_VARIABLE, is_runtime, same_release, sort_key
 from kit.envs.releases import Release
 from kit.envs.uv import run_logged, uv_binary
+from kit.home import REPO_ROOT, KitHome
 
 MARKER = "mxcompat-env.json"
 PTH_NAME = "mxcompat-kit.pth"
@@ -390,7 +384,7 @@ class EnvManager:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit (in the
         ONNX Runtime environment, the runtime worker's greeting), through the one door to kernel-side programs."""
         release = release or env.release
-        module = "kit.kernel.probe" if release is None or release.has_mxnet else "kit.kernel.onnx_worker"
+        module = "kit.kernel.entry.probe" if release is None or release.has_mxnet else "kit.kernel.exits.onnx_worker"
         return kernel_process.run_kernel_main(
             env.python, module, {"release": env.name}, what=f"probing {env.name}", cwd=env.path, timeout=300, log=log
         )

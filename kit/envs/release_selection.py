@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from kit.envs import releases
 from kit.common.errors import UsageError
 from kit.common.versions import REPORTS, base_version, release_key
+from kit.envs import releases
 from kit.envs.manager import EnvManager
 
 LAST = re.compile(r"^last:(\d+)$")

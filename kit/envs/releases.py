@@ -11,11 +11,11 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kit.common.names import SAFE_NAME
-from kit.common.errors import UnknownReleaseError, UsageError
 from kit.common import capabilities
-from kit.envs import kernelspecs
+from kit.common.errors import UnknownReleaseError, UsageError
+from kit.common.names import SAFE_NAME
 from kit.common.versions import at_least, parse_release, release_key
+from kit.envs import kernelspecs
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ _PY36_QUIRKS = (
 _MKLDNN = "turns on the MKLDNN subgraph backend on the Module path"
 _GLUON2 = (
     "Gluon 2.0: forward instead of hybrid_forward, no prefix=/name_scope(), structural parameter names; "
-    "the zoo runs as its Gluon 2.0 port (kit/kernel/zoo_gluon2.py)",
+    "the zoo runs as its Gluon 2.0 port (kit/kernel/models/zoo_gluon2.py)",
     "no mx.mod and no save_params/load_params: 1.x Module checkpoints load through SymbolBlock.imports",
     "needs numpy<1.24 (np.bool)",
     "needs libquadmath",

@@ -4,7 +4,7 @@ remedied runtime computes what its release's canonical environment computes.
 Each remedy is declared like the cell remedies: what it changes and the lines a user pastes to do the same.
 :func:`settle` runs in a freshly built runtime environment: it tries ``import mxnet`` bare, then with each
 remedy its error calls for, until MXNet imports or the error is one no remedy knows (kept verbatim).
-:func:`verify` runs the same operator battery (:mod:`kit.kernel.runtime_check`) in the runtime and in the
+:func:`verify` runs the same operator battery (:mod:`kit.kernel.entry.runtime_check`) in the runtime and in the
 canonical environment and compares them with the kit's tolerance.
 """
 
@@ -25,7 +25,7 @@ from kit.envs.releases import Release
 from kit.envs.uv import run_logged
 
 PTH_NAME = "mxcompat-runtime.pth"  # sorts after mxcompat-kit.pth, which puts the kit on the path
-PTH_LINE = "import kit.kernel.runtime_fix as _mxcompat_fix; _mxcompat_fix.apply()\n"
+PTH_LINE = "import kit.kernel.runtime.fix as _mxcompat_fix; _mxcompat_fix.apply()\n"
 #: a runtime's env-level verdicts: the first two are usable, the last two fail
 IMPORTS, IMPORTS_UNDER_REMEDY, REMEDY_CHANGES_OUTPUTS, DOES_NOT_IMPORT = (
     "imports",
@@ -85,7 +85,7 @@ def write_config(env_path: Path, purelib: str, switches: tuple[str, ...], aliase
 def _check(python: str, aliases: dict | None, log: Path | None, *, battery: bool = False) -> dict:
     return kernel_process.run_kernel_main(
         python,
-        "kit.kernel.runtime_check",
+        "kit.kernel.entry.runtime_check",
         {"aliases": aliases, "battery": battery},
         what="importing mxnet",
         timeout=300,

@@ -7,8 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from kit.envs import child_env
 from kit.common.errors import EnvBuildError, UsageError
+from kit.envs import child_env
 from kit.home import uv_cache_dir
 
 

@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from kit.execute import progress
 from kit.common.errors import KitError, UsageError
+from kit.execute import progress
 from kit.execute.steps import Step, StepResult
 
 CONNECT_TIMEOUT = "10s"
@@ -175,8 +175,8 @@ class DaskExecutor:
         """Workers of the attempts of ``step`` that started but uploaded nothing (their worker was lost)."""
         import json
 
-        from kit.execute import remote_step
         from kit import store as stores
+        from kit.execute import remote_step
 
         remote = self._remote()
         lost = []

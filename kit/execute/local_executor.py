@@ -8,9 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Iterable
 
 from kit.execute import reaper
-from kit.home import KitHome
 from kit.execute.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
-
+from kit.home import KitHome
 
 #: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs; with more,
 #: each lane starts one: the kernel of a step no other lane holds, which it then takes when it is free

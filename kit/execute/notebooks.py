@@ -11,8 +11,8 @@ import papermill
 from papermill.engines import NBClientEngine, papermill_engines
 
 from kit.envs import kernelspecs, limits
-from kit.home import REPO_ROOT, KitHome
 from kit.execute.progress import StepProgress
+from kit.home import REPO_ROOT, KitHome
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 ENGINE = "mxcompat"
@@ -75,7 +75,7 @@ KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: n
 #: An import that fails here only prints; the notebook's own import then fails with the cause.
 WARM_IMPORTS = {
     # the notebooks' plots and tables too; pandas only where it installed
-    "release": "import mxnet, kit.kernel.train_run, kit.kernel.reload_run, kit.kernel.plots; "
+    "release": "import mxnet, kit.kernel.entry.train_run, kit.kernel.entry.reload_run, kit.kernel.entry.plots; "
     "import matplotlib.figure, matplotlib.backends.backend_agg\n"
     "try:\n    import pandas\nexcept ImportError:\n    pass",
     kernelspecs.HOST_KERNEL: "import kit.results.summary",

@@ -31,15 +31,15 @@ import time
 import uuid
 from pathlib import Path
 
-from kit.envs import child_env, onnx_path
-from kit.execute import progress
 from kit import store as stores
-from kit.envs.manager import EnvBuildError, EnvManager
 from kit.common.capabilities import ONNX_API, ONNX_SOURCES, split_pin
 from kit.common.errors import KitError, UsageError
 from kit.common.names import is_safe_name
-from kit.home import KitHome
+from kit.envs import child_env, onnx_path
+from kit.envs.manager import EnvBuildError, EnvManager
+from kit.execute import progress
 from kit.execute.notebooks import NOTEBOOKS
+from kit.home import KitHome
 
 # which parameters of a step are paths on the client, and what they become on the worker
 PATH_PARAMETERS = {"train": {"store": "store"}, "reload": {"store": "store", "run_dir": "run"}}

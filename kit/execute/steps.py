@@ -12,8 +12,8 @@ import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from kit.envs import child_env
 
+from kit.envs import child_env
 
 RETRYABLE = (
     "Kernel died before replying",
@@ -138,8 +138,8 @@ def execute_step(
 def warm_kernels(kernels: list[str], home_root: str, log_path: str | None = None) -> None:
     """Start ``kernels`` in this worker for the steps it will run (see :func:`kit.execute.notebooks.prestart`);
     what they print natively goes to ``log_path``."""
-    from kit.home import KitHome
     from kit.execute.notebooks import prestart
+    from kit.home import KitHome
 
     child_env.scrub_for_kernels()
     with _output_to(log_path) if log_path else contextlib.nullcontext():
@@ -178,10 +178,10 @@ def keep_train_notebook(step: dict) -> int:
 
 def _execute_notebook(step: dict, home_root: str, next_kernels: list[str] = (), keep_kernel: bool = False) -> dict:
     from kit.envs.limits import Limits
-    from kit.home import KitHome
     from kit.execute.notebooks import prestart, run_notebook
     from kit.execute.progress import StepProgress
     from kit.execute.watchdog import Watchdog
+    from kit.home import KitHome
 
     child_env.scrub_for_kernels()
     started, started_at = time.monotonic(), precise_now()
@@ -284,7 +284,7 @@ def is_dead_kernel(exc: BaseException) -> bool:
 
 
 def inflight_marker(step: dict) -> str | None:
-    """The file a reload step's kernel names its artifact in flight in (kit.kernel.reload_run.InFlight)."""
+    """The file a reload step's kernel names its artifact in flight in (kit.kernel.entry.reload_run.InFlight)."""
     import os
 
     from kit.common import artifacts

@@ -1,5 +1,5 @@
 """The clock of one step: its kernel is stopped when the step runs past its time, or when the artifact its kernel
-has in flight (the reload notebook's marker, kit.kernel.reload_run.InFlight) runs past a cell's time.
+has in flight (the reload notebook's marker, kit.kernel.entry.reload_run.InFlight) runs past a cell's time.
 
 Stopping the kernel is all it does: the step sees a dead kernel, as when a kernel dies by itself, and asks
 :attr:`Watchdog.expired` why (kit.execute.steps records a cell that timed out and goes on with a new kernel,

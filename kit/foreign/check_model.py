@@ -7,13 +7,14 @@ import re
 import shutil
 from pathlib import Path
 
+from kit.common import artifacts
+from kit.common.capabilities import FOREIGN_API as API
+from kit.common.capabilities import MODEL_NAMES, ONNX_API
+from kit.common.errors import UsageError
+from kit.common.names import SAFE_NAME
 from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
-from kit.common.errors import UsageError
 from kit.home import KitHome
-from kit.common import artifacts
-from kit.common.capabilities import FOREIGN_API as API, MODEL_NAMES, ONNX_API
-from kit.common.names import SAFE_NAME
 
 DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
 
@@ -111,7 +112,7 @@ def prepare(
         }
         kernel_process.run_kernel_main(
             env.python,
-            "kit.kernel.foreign",
+            "kit.kernel.entry.check_model",
             {"release": reference, "folder": str(staged), "spec": spec},
             what=f"computing the reference in MXNet {reference}",
             cwd=env.path,

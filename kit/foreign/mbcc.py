@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kit.envs import kernel_process
-from kit.envs import releases
 from kit.common import artifacts
 from kit.common.capabilities import APIS, GLUON2, MBCC_MODELS, has_api
 from kit.common.errors import EnvBuildError, KitError, UsageError
 from kit.common.names import SAFE_NAME, is_safe_relative
 from kit.common.versions import at_least, parse_release, release_key, same_release
+from kit.envs import kernel_process, releases
 from kit.envs.manager import Env, EnvManager
 from kit.home import KitHome
 
@@ -56,7 +55,7 @@ class CheckerModel:
     """One model folder the checker writes, and the kit artifact it becomes."""
 
     name: str  # the checker's model_name: its folder and the prefix of its files
-    model: str  # the kit's zoo model (kit.kernel.mbcc_models)
+    model: str  # the kit's zoo model (kit.kernel.models.mbcc_models)
     api: str  # the kit's save/load API
     graph: bool  # -symbol.json + -NNNN.params (True) or a bare -params file (False)
     epoch: int | None = None  # the checkpoint epoch the checker saves with
@@ -464,12 +463,12 @@ def _roundtrip_text(info: dict | None) -> str:
 
 
 def _convert(env: Env, release: str, version: str, jobs: list, placeholders: list) -> list[dict]:
-    """Run ``kit.kernel.mbcc_import`` on ``jobs`` and ``placeholders`` in ``env``: one result per job."""
+    """Run ``kit.kernel.entry.mbcc_import`` on ``jobs`` and ``placeholders`` in ``env``: one result per job."""
     spec = {"release": release, "version": version, "converting": env.name, "jobs": jobs, "placeholders": placeholders}
     try:
         answer = kernel_process.run_kernel_main(
             env.python,
-            "kit.kernel.mbcc_import",
+            "kit.kernel.entry.mbcc_import",
             spec,
             what=f"reading the checker's files of MXNet {version} in {env.name}",
             cwd=env.path,

@@ -16,23 +16,23 @@ from pathlib import Path
 from typing import Callable
 
 import kit
-from kit.envs import kernelspecs
-from kit.execute import reaper
-from kit.results import reports
-from kit.results.reports import skipped_line, step_cause
 from kit.common.capabilities import split_pin
-from kit.common.record_schema import now, verdict_counts
 from kit.common.errors import KitError, UsageError
+from kit.common.record_schema import now, verdict_counts
+from kit.envs import kernelspecs
 from kit.envs.manager import EnvManager
+from kit.execute import reaper
 from kit.execute.executors import executor_class, get_executor
+from kit.execute.progress import PROGRESS_DIR, LiveProgress
+from kit.execute.steps import Step, StepResult
 from kit.home import KitHome
 from kit.orchestrate.plan import plan, runtime_entries, unchecked, unusable, waves
-from kit.execute.progress import PROGRESS_DIR, LiveProgress
-from kit.results.records import classify, load_allow_list, load_records
 from kit.orchestrate.request import RunRequest, check_environments, check_writable, store_space_warning, validate
-from kit.results.signatures import Group
+from kit.results import reports
+from kit.results.records import classify, load_allow_list, load_records
+from kit.results.reports import skipped_line, step_cause
 from kit.results.runs import LATEST, Run, new_run_id, runs_dir
-from kit.execute.steps import Step, StepResult
+from kit.results.signatures import Group
 
 FINISHED = ("ok", "cached")
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.envs import kernelspecs, onnx_path, runtime_remedies, runtimes
-from kit.envs.manager import EnvManager
 from kit.common.capabilities import ONNX_API
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import direction, is_runtime
-from kit.execute.progress import progress_path
+from kit.envs import kernelspecs, onnx_path, runtime_remedies, runtimes
+from kit.envs.manager import EnvManager
 from kit.execute.notebooks import NOTEBOOKS
-from kit.orchestrate.request import RunRequest
-from kit.results.runs import Run
+from kit.execute.progress import progress_path
 from kit.execute.steps import Step
 from kit.home import KitHome
+from kit.orchestrate.request import RunRequest
+from kit.results.runs import Run
 
 
 def release_step(

@@ -9,7 +9,6 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kit.envs import kernelspecs, onnx_path
 from kit.common import cell_selection
 from kit.common import tolerance as tolerance_mod
 from kit.common.capabilities import (
@@ -24,8 +23,8 @@ from kit.common.capabilities import (
 )
 from kit.common.errors import KitError, UsageError
 from kit.common.versions import sort_key
+from kit.envs import kernelspecs, onnx_path, runtime_remedies
 from kit.envs.limits import Limits
-from kit.envs import runtime_remedies
 from kit.envs.manager import EnvManager
 from kit.results.records import load_allow_list
 

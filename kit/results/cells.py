@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kit.common import artifacts
-from kit.common.names import SAFE_NAME
-from kit.common.errors import UsageError
 from kit.common.capabilities import LOAD_APIS, MODEL_NAMES
+from kit.common.errors import UsageError
+from kit.common.names import SAFE_NAME
 
 
 @dataclass(frozen=True)

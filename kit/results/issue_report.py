@@ -13,16 +13,15 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from kit.common.errors import EXIT_MEANINGS
+from kit.common import artifacts
+from kit.common.errors import EXIT_MEANINGS, KitError, UsageError
+from kit.common.record_schema import cell_id, verdict_counts
 from kit.common.versions import sort_key
 from kit.results import leaving, reports, runtime_report
-from kit.common import artifacts
-from kit.common.errors import KitError, UsageError
-from kit.common.record_schema import cell_id, verdict_counts
-from kit.results.records import load_finished
 from kit.results.markdown import md_code, md_fence, md_text
-from kit.results.signatures import line
+from kit.results.records import load_finished
 from kit.results.runs import Run
+from kit.results.signatures import line
 
 WEBHOOK_TIMEOUT = 10
 WEBHOOK_ATTEMPTS = 3

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-
 #: what makes Markdown of text: < ` * | ~ \ and entities, the "](" or "][" that closes a link ("[Errno 28]" stays)
 _MD_SPECIAL = re.compile(r"[\\`*<|~]|\](?=[(\[])|&(?=#?\w+;)")
 

@@ -13,8 +13,8 @@ from collections import Counter
 import pandas as pd
 
 from kit.common.capabilities import APIS, has_feature
-from kit.common.versions import sort_key
 from kit.common.verdicts import SEVERITY
+from kit.common.versions import sort_key
 from kit.results.markdown import md_text
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import yaml
 
 from kit.common import artifacts
-from kit.common.errors import KitError, UsageError
 from kit.common.capabilities import ONNX_DIRECTION
-from kit.common.versions import RUNTIME_DIRECTION
+from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
+from kit.common.versions import RUNTIME_DIRECTION
 
 
 def load_records(run_dir: str | Path) -> list[dict]:

@@ -9,17 +9,15 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from kit.envs import runtime_remedies
-from kit.results import leaving, migration, runtime_report
-from kit.results import signatures
 from kit.common.artifacts import write_atomic
+from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.common.verdicts import SEVERITY
+from kit.envs import runtime_remedies
+from kit.results import leaving, migration, runtime_report, signatures
 from kit.results.markdown import md_code, md_fence, md_link, md_text
 from kit.results.records import is_failure
 from kit.results.signatures import Group
-
-from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSIONS
 
 COLUMNS = [
     "saved_with",
@@ -432,8 +430,8 @@ def _cell_table(rows: list[dict]) -> list[str]:
 
 def write_html(notebook: Path, html: Path) -> None:
     """The executed summary notebook as HTML without its code (``summary.ipynb`` keeps the code)."""
-    from nbconvert import HTMLExporter
     import nbformat
+    from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))

@@ -20,13 +20,17 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 
-from kit.results import signatures  # noqa: E402
-from kit.results import leaving, migration, runtime_report  # noqa: E402
-from kit.results import reports  # noqa: E402
 from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
-from kit.common.versions import sort_key  # noqa: E402
 from kit.common.verdicts import SEVERITY  # noqa: E402
+from kit.common.versions import sort_key  # noqa: E402
+from kit.results import (  # noqa: E402
+    leaving,
+    migration,
+    reports,  # noqa: E402
+    runtime_report,
+    signatures,  # noqa: E402
+)
 from kit.results.markdown import md_code, md_text  # noqa: E402
 from kit.results.records import classify, load_allow_list, load_records, worst  # noqa: E402
 from kit.results.runs import runs_dir  # noqa: E402

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from kit.common import artifacts
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
-from kit.common import artifacts
 from kit.store.layout import CHECKS, CorruptBlob, Ref, loads_json
 from kit.store.local import LocalStore
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kit.common.names import SAFE_NAME
-from kit.common.errors import StoreError, UsageError
 from kit.common import artifacts
+from kit.common.errors import StoreError, UsageError
+from kit.common.names import SAFE_NAME
 
 INDEX = "index.json"
 CHECKS = "checks.json"  # when each artifact version was last checked, by which release, with which verdict

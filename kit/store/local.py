@@ -11,12 +11,12 @@ import os
 import uuid
 from pathlib import Path
 
+from kit.common import artifacts
 from kit.common.errors import StoreError
 from kit.home import KitHome
-from kit.common import artifacts
 from kit.store.layout import (
-    MAX_JSON_VAR,
     INDEX,
+    MAX_JSON_VAR,
     Ref,
     build_index,
     byte_cap,

@@ -26,7 +26,6 @@ from typing import Callable, Iterator
 from kit.common import artifacts
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
-from kit.store.lease import LEASES, S3Lease
 from kit.store.api import newer, same_artifact
 from kit.store.layout import (
     INDEX,
@@ -47,6 +46,7 @@ from kit.store.layout import (
     staging_prefix,
     too_big,
 )
+from kit.store.lease import LEASES, S3Lease
 from kit.store.local import LocalStore
 from kit.store.sweep import sweep
 

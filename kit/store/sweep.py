@@ -13,9 +13,9 @@ from typing import Callable
 
 from kit.common import artifacts
 from kit.common.errors import StoreError
+from kit.common.names import SAFE_NAME
 from kit.store.layout import UPLOADS, CorruptBlob, Ref, artifact_folder, check_manifest, loads_json, staging_prefix
 from kit.store.lease import LeaseBusy, S3Lease
-from kit.common.names import SAFE_NAME
 
 #: staging keys of the old layout (``.uploads/<id>/``, no artifact named) are swept once they are this old
 LEGACY_STAGING_AGE = 24 * 3600

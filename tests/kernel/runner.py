@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-    from kit.kernel import mxapi
+    from kit.kernel.mx import mxapi
 
     mxapi.prepare_kernel()  # as every kit notebook's first cell does: numpy semantics on in MXNet 2.0
     passed, failed = [], {}

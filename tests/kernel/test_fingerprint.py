@@ -2,7 +2,7 @@ import json
 import os
 import tempfile
 
-from kit.kernel.fingerprint import cpu_info, fingerprint
+from kit.kernel.runtime.fingerprint import cpu_info, fingerprint
 
 
 def test_cpu_info_reads_model_and_known_flags():

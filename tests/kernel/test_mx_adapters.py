@@ -1,7 +1,8 @@
 """Adapter and zoo rules by release (needs mxnet: runs inside the environments)."""
 
-from kit.kernel import adapters, zoo
 from kit.common.capabilities import APIS
+from kit.kernel.models import zoo
+from kit.kernel.saving import adapters
 
 
 def _supported(release, model):
@@ -44,6 +45,7 @@ def test_capabilities_match_the_running_release():
     """The table's claims, checked against what this kernel's MXNet really has."""
     import mxnet as mx
     from mxnet import gluon
+
     from kit.common.capabilities import has_api, has_feature
 
     release = mx.__version__
@@ -71,8 +73,9 @@ def test_model_names_known_to_the_host_match_the_zoo():
 def test_an_artifact_variant_is_rebuilt_as_saved():
     """The parameter-file adapters rebuild the variant the artifact recorded, where this release can."""
     import mxnet as mx
+
     from kit.common.capabilities import has_feature
-    from kit.kernel.mxapi import children
+    from kit.kernel.mx.mxapi import children
 
     running = mx.__version__
     spec = zoo.get("e2e")
@@ -90,8 +93,9 @@ def test_every_model_builds_and_runs_in_this_release():
     """The zoo as this release builds it (its Gluon 2.0 port from 2.0 on) initializes and infers."""
     import mxnet as mx
     import numpy as np
-    from kit.kernel import mxapi
-    from kit.kernel.training import module_predict
+
+    from kit.kernel.mx import mxapi
+    from kit.kernel.mx.training import module_predict
 
     mxapi.prepare_kernel()
     running = mx.__version__

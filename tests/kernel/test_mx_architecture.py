@@ -3,7 +3,8 @@
 import json
 
 from kit.common.capabilities import CORE_MODELS
-from kit.kernel import architecture, zoo
+from kit.kernel.models import zoo
+from kit.kernel.saving import architecture
 
 
 def _running():
@@ -14,7 +15,7 @@ def _running():
 
 def _core_descriptions():
     """name -> description of each core model this release builds and can trace to a graph."""
-    from kit.kernel.internals import GraphUnavailable
+    from kit.kernel.mx.internals import GraphUnavailable
 
     running, out = _running(), {}
     for name in CORE_MODELS:
@@ -31,7 +32,8 @@ def _core_descriptions():
 def _net(activation="relu", stride=1, clip=False):
     """conv(4, 3x3) + activation + dense(2): the hand-built net the diffs below vary."""
     from mxnet.gluon import nn
-    from kit.kernel import mxapi
+
+    from kit.kernel.mx import mxapi
 
     net = nn.HybridSequential()
     mxapi.add(net, nn.Conv2D(4, 3, strides=stride), _ReLU6() if clip else nn.Activation(activation), nn.Dense(2))
@@ -42,7 +44,8 @@ def _ReLU6():
     """The block MobileNetV2 uses for relu6 since MXNet 1.3: ``clip(x, 0, 6)``."""
     import mxnet as mx
     from mxnet import gluon
-    from kit.kernel import mxapi
+
+    from kit.kernel.mx import mxapi
 
     if mxapi.gluon2():
 
@@ -126,7 +129,7 @@ def test_a_module_model_is_described_as_its_symbol():
 
 
 def test_no_parameter_names_in_the_hashed_part():
-    from kit.kernel import mxapi
+    from kit.kernel.mx import mxapi
 
     for name, description in _core_descriptions().items():
         names = description["names"]["params"]
@@ -168,7 +171,8 @@ def test_diff_names_a_changed_stride():
 
 def test_diff_aligns_inserted_nodes_and_stops_at_the_limit():
     from mxnet.gluon import nn
-    from kit.kernel import mxapi
+
+    from kit.kernel.mx import mxapi
 
     deeper = nn.HybridSequential()
     mxapi.add(deeper, nn.Conv2D(4, 3), nn.Activation("relu"), nn.BatchNorm(), nn.Dense(2))

@@ -6,11 +6,12 @@ import shutil
 import tempfile
 from collections import OrderedDict
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 from mxnet import gluon
 
-from kit.kernel import c_predict, mxapi
+from kit.kernel.mx import mxapi
+from kit.kernel.saving import c_predict
 
 
 def _tmpdir():

@@ -4,7 +4,7 @@ import mxnet as mx
 
 from kit.common.errors import KitError
 from kit.common.versions import RELEASE_VERSION_VARIABLE
-from kit.kernel import train_run
+from kit.kernel.entry import train_run
 
 
 def _check(release, variable=None):

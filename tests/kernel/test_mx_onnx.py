@@ -11,8 +11,11 @@ import mxnet as mx
 
 from kit.common import artifacts
 from kit.common.versions import at_least
-from kit.kernel import adapters, onnx_runtime, reload_run, remedies
-from kit.kernel.remedy_base import Target, Work
+from kit.kernel.entry import reload_run
+from kit.kernel.exits import onnx_runtime
+from kit.kernel.remedies import attempts  # noqa: F401 - registers the remedies
+from kit.kernel.remedies.base import Target, Work, by_name
+from kit.kernel.saving import adapters
 
 
 def test_a_kernel_without_an_exporter_says_which_command_builds_one():
@@ -70,7 +73,7 @@ def test_a_runtime_that_is_not_there_names_the_command_that_builds_it():
 
 
 def test_the_opset_remedy_answers_1_9s_exporter_only_and_its_code_compiles():
-    opset = remedies.by_name("onnx_opset_13")
+    opset = by_name("onnx_opset_13")
     error = "ValidationError: Unrecognized attribute: axes for operator ReduceMean"
     assert opset.matches(Target("1.9.1", "1.4.1", "onnx"), error, "load-error")
     assert not opset.matches(Target("1.5.1", "1.4.1", "onnx"), error, "load-error")
@@ -87,5 +90,5 @@ def test_the_opset_remedy_answers_1_9s_exporter_only_and_its_code_compiles():
         work.close()
     compile(code, "<onnx_opset_13>", "exec")
     assert "[(1, 1, 28, 28)], [np.float32]" in code and "dynamic_input_shapes=[(None, 1, 28, 28)]" in code
-    softmax = remedies.by_name("softmax_output_as_softmax")
+    softmax = by_name("softmax_output_as_softmax")
     assert softmax.matches(Target("1.9.1", "1.4.1", "onnx"), "(raised in the exporter's convert_softmax_output)", 0)

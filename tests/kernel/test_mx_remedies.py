@@ -5,10 +5,11 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 
-from kit.kernel import remedies
+from kit.common.remedy_reasons import no_remedy_reason
+from kit.kernel.remedies import attempts, base, graph, params
 
 
 def _nd(shape, start):
@@ -30,7 +31,7 @@ def test_rnn_gates_fold_into_the_fused_order_and_unfold_back():
     for name, shape in names[1:]:
         arrays[name] = _nd(shape, start)
         start += 1000
-    named, folded = remedies.fold_rnn_params(arrays)
+    named, folded = params.fold_rnn_params(arrays)
     assert [n for n, _ in named] == ["embedding.weight", "rnn.rnn_param"] and len(folded) == 1
     flat = named[1][1].asnumpy()
     assert flat.size == 2 * (8 + 8 + 24 + 16)
@@ -51,7 +52,7 @@ def test_rnn_gates_fold_into_the_fused_order_and_unfold_back():
         key("r", "h2h", "bias"),
     ]
     targets = dict((n, s) for n, s in names[1:])
-    back, unfolded = remedies.unfold_rnn_params({"rnn.rnn_param": named[1][1]}, targets)
+    back, unfolded = params.unfold_rnn_params({"rnn.rnn_param": named[1][1]}, targets)
     assert len(unfolded) == 1
     for name in targets:
         assert np.array_equal(back[name].asnumpy(), arrays[name].asnumpy()), name
@@ -59,26 +60,26 @@ def test_rnn_gates_fold_into_the_fused_order_and_unfold_back():
 
 def test_fused_1x_names_fold_too_and_a_projection_is_refused():
     arrays = {"lstm0_l0_i2h_weight": _nd((8, 3), 0), "lstm0_l0_h2h_weight": _nd((8, 2), 100)}
-    named, folded = remedies.fold_rnn_params(arrays, separator="_")
+    named, folded = params.fold_rnn_params(arrays, separator="_")
     assert [n for n, _ in named] == ["lstm0_rnn_param"] and named[0][1].shape == (40,)
     try:
-        remedies.fold_rnn_params({"lstm0_l0_h2r_weight": _nd((2, 2), 0)})
+        params.fold_rnn_params({"lstm0_l0_h2r_weight": _nd((2, 2), 0)})
         raise AssertionError("a projection must be refused")
-    except remedies.Refused as e:
+    except base.Refused as e:
         assert "projection" in str(e)
 
 
 def test_names_map_by_structure_only_where_unambiguous():
     saved = [("conv0_weight", (6, 1, 5, 5)), ("conv0_bias", (6,)), ("dense0_weight", (4, 64)), ("dense0_bias", (4,))]
     wanted = [("0.weight", (6, 1, 5, 5)), ("0.bias", (6,)), ("3.weight", (4, 64)), ("3.bias", (4,))]
-    assert remedies.map_by_structure(saved, wanted) == {
+    assert params.map_by_structure(saved, wanted) == {
         "conv0_weight": "0.weight",
         "conv0_bias": "0.bias",
         "dense0_weight": "3.weight",
         "dense0_bias": "3.bias",
     }
     shuffled = [saved[2], saved[0], saved[3], saved[1]]  # order lost, but every (kind, shape) is unique
-    assert remedies.map_by_structure(shuffled, wanted)["dense0_bias"] == "3.bias"
+    assert params.map_by_structure(shuffled, wanted)["dense0_bias"] == "3.bias"
     twins = [("a.weight", (4, 4)), ("c.bias", (4,)), ("b.weight", (4, 4))]
     cases = (
         (saved[:3], wanted, "no one-to-one"),
@@ -86,18 +87,18 @@ def test_names_map_by_structure_only_where_unambiguous():
     )
     for bad, target, why in cases:
         try:
-            remedies.map_by_structure(bad, target)
+            params.map_by_structure(bad, target)
             raise AssertionError("must refuse: " + why)
-        except remedies.Refused as e:
+        except base.Refused as e:
             assert why in str(e), str(e)
 
 
 def test_graph_attributes_drop_only_at_their_default():
     conv = {"op": "Convolution", "name": "c", "attrs": {"kernel": "(5, 5)", "layout": "NCHW"}}
-    assert remedies._is_default("layout", conv)
-    assert not remedies._is_default("layout", dict(conv, attrs={"kernel": "(5, 5)", "layout": "NHWC"}))
-    assert remedies._is_default("layout", dict(conv, attrs={"kernel": "(3,)", "layout": "NCW"}))
-    assert not remedies._is_default("sparse_grad", {"op": "Embedding", "attrs": {"sparse_grad": "True"}})
+    assert graph._is_default("layout", conv)
+    assert not graph._is_default("layout", dict(conv, attrs={"kernel": "(5, 5)", "layout": "NHWC"}))
+    assert graph._is_default("layout", dict(conv, attrs={"kernel": "(3,)", "layout": "NCW"}))
+    assert not graph._is_default("sparse_grad", {"op": "Embedding", "attrs": {"sparse_grad": "True"}})
 
 
 def _work(graph):
@@ -105,7 +106,7 @@ def _work(graph):
     with open(os.path.join(folder, "model-symbol.json"), "w") as f:
         json.dump(graph, f)
     manifest = {"load": {"symbol_file": "model-symbol.json", "param_file": "model-0000.params"}, "inputs": []}
-    work = remedies.Work(None, None, "1.4.1", "1.9.1", "export", folder, manifest)
+    work = base.Work(None, None, "1.4.1", "1.9.1", "export", folder, manifest)
     shutil.rmtree(folder)
     return work
 
@@ -114,15 +115,15 @@ def test_a_non_default_attribute_is_refused_not_dropped():
     node = {"op": "Convolution", "name": "conv0", "inputs": [], "attrs": {"kernel": "(5, 5)", "layout": "NHWC"}}
     work = _work({"nodes": [node]})
     try:
-        remedies.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
+        base.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
         raise AssertionError("NHWC changes the computation")
-    except remedies.Refused as e:
+    except base.Refused as e:
         assert "conv0(layout=NHWC)" in str(e)
     finally:
         work.close()
     work = _work({"nodes": [dict(node, attrs={"kernel": "(5, 5)", "layout": "NCHW"})]})
     try:
-        said = remedies.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
+        said = base.by_name("drop_default_attributes").apply(work, "Cannot find argument 'layout'")
         assert said == "dropped layout from 1 node(s) (the default value)"
         with open(work.path("model-symbol.json")) as f:
             assert "layout" not in json.load(f)["nodes"][0]["attrs"]
@@ -138,7 +139,7 @@ def test_unknown_begin_state_dims_become_minus_one_and_nothing_else_moves():
     ]
     work = _work({"nodes": nodes})
     try:
-        said = remedies.by_name("np_shape_unknown_dims").apply(work, "")
+        said = base.by_name("np_shape_unknown_dims").apply(work, "")
         assert said == "shapes rewritten: h0 (1, 0, 24) -> (1, -1, 24)"
         with open(work.path("model-symbol.json")) as f:
             shapes = [n["attrs"]["shape"] for n in json.load(f)["nodes"]]
@@ -148,18 +149,18 @@ def test_unknown_begin_state_dims_become_minus_one_and_nothing_else_moves():
 
 
 def test_the_registry_names_each_remedy_once_with_code_a_user_can_run():
-    names = [r.name for r in remedies.REMEDIES]
+    names = [r.name for r in attempts.in_order()]
     assert len(names) == len(set(names)) and "legacy_shape_semantics" in names
-    for remedy in remedies.REMEDIES:
+    for remedy in attempts.in_order():
         assert remedy.title and remedy.changes and remedy.user_code.strip(), remedy.name
         assert remedy.changes in (
-            remedies.LOADING_MODE,
-            remedies.PARAMETER_MAPPING,
-            remedies.GRAPH_EDIT,
-            remedies.RESAVE,
-            remedies.EXPORT_SETTING,
+            base.LOADING_MODE,
+            base.PARAMETER_MAPPING,
+            base.GRAPH_EDIT,
+            base.RESAVE,
+            base.EXPORT_SETTING,
         )
-    assert remedies.no_remedy_reason("Operator _npi_add is not registered").startswith(
+    assert no_remedy_reason("Operator _npi_add is not registered").startswith(
         "operator _npi_add is one of MXNet's numpy operators"
     )
 
@@ -167,7 +168,6 @@ def test_the_registry_names_each_remedy_once_with_code_a_user_can_run():
 def test_a_remedys_private_copy_never_follows_a_name_out_of_the_artifact():
     """A manifest whose load names leave the artifact: the copy is refused before anything is copied, so
     nothing is read from outside or written outside the private folder (none is even made)."""
-    from kit.kernel import remedy_base
 
     root = tempfile.mkdtemp()
     folder = os.path.join(root, "store", "1.4.1", "m", "export")
@@ -175,8 +175,8 @@ def test_a_remedys_private_copy_never_follows_a_name_out_of_the_artifact():
     with open(os.path.join(root, "secret.params"), "w") as f:
         f.write("not the artifact's")
     made = []
-    real_mkdtemp = remedy_base.tempfile.mkdtemp
-    remedy_base.tempfile.mkdtemp = lambda *a, **k: made.append(a) or real_mkdtemp(*a, **k)
+    real_mkdtemp = base.tempfile.mkdtemp
+    base.tempfile.mkdtemp = lambda *a, **k: made.append(a) or real_mkdtemp(*a, **k)
     try:
         for load in (
             {"symbol_file": "model-symbol.json", "param_file": "../../../../secret.params"},
@@ -184,12 +184,12 @@ def test_a_remedys_private_copy_never_follows_a_name_out_of_the_artifact():
             {"symbol_file": "/etc/hostname", "param_file": None},
         ):
             try:
-                remedies.Work(None, None, "1.9.1", "1.4.1", "export", folder, {"load": load, "inputs": []})
+                base.Work(None, None, "1.9.1", "1.4.1", "export", folder, {"load": load, "inputs": []})
             except ValueError as e:
                 assert "manifest refused" in str(e) and "not a plain relative name" in str(e), e
             else:
                 raise AssertionError("a traversing name was taken: %r" % (load,))
         assert made == []
     finally:
-        remedy_base.tempfile.mkdtemp = real_mkdtemp
+        base.tempfile.mkdtemp = real_mkdtemp
         shutil.rmtree(root)

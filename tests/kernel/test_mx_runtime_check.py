@@ -1,10 +1,9 @@
 """The operator battery a runtime is verified with runs in every environment, old and 2.0, and computes."""
 
+import mxnet as mx
 import numpy as np
 
-import mxnet as mx
-
-from kit.kernel import runtime_check
+from kit.kernel.entry import runtime_check
 
 
 def test_the_battery_computes_and_reports_what_does_not_run():

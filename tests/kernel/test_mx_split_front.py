@@ -1,4 +1,4 @@
-"""Transforms split off (kit.kernel.split_front): the end-to-end model's network alone, on eager transforms.
+"""Transforms split off (kit.kernel.saving.split_front): the end-to-end model's network alone, on eager transforms.
 
 Needs mxnet: runs inside the environments. Where the running release cannot build the
 end-to-end model (0.11, 1.0: no gluon transforms) the artifact tests return early.
@@ -12,8 +12,10 @@ import tempfile
 import numpy as np
 
 from kit.common import artifacts, cases, verdicts
-from kit.kernel import adapters, mxapi, split_front, zoo
-from kit.kernel.training import Trained
+from kit.kernel.models import zoo
+from kit.kernel.mx import mxapi
+from kit.kernel.mx.training import Trained
+from kit.kernel.saving import adapters, split_front
 
 
 def _running():
@@ -200,7 +202,7 @@ def test_the_single_image_variant_too():
 
 
 def _wrong_front(folder, spec, release, manifest, adapter, reference, net):
-    from kit.kernel.mxapi import children
+    from kit.kernel.mx.mxapi import children
 
     def without_normalize(spec_, release_, variant=None):
         front = split_front.eager_front.original(spec_, release_, variant)

@@ -1,13 +1,15 @@
 """Training helpers and the vision zoo's rules (needs mxnet: runs inside the environments)."""
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 from mxnet import gluon
 
-from kit.kernel import adapters, vision_zoo, zoo
 from kit.common.capabilities import APIS, VISION_MODELS
-from kit.kernel import mxapi
-from kit.kernel.training import calibrate_batchnorm, gluon_input as nd_input
+from kit.kernel.models import vision_zoo, zoo
+from kit.kernel.mx import mxapi
+from kit.kernel.mx.training import calibrate_batchnorm
+from kit.kernel.mx.training import gluon_input as nd_input
+from kit.kernel.saving import adapters
 
 
 def test_calibrated_batchnorm_holds_the_batch_statistics_and_weights_stay():

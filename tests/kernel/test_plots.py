@@ -1,7 +1,7 @@
 import math
 import struct
 
-from kit.kernel import plots
+from kit.kernel.entry import plots
 
 ROWS = [
     {"index": 0, "status": "identical", "max_abs": 0.0, "max_rel": 0.0, "frac_out_of_tolerance": 0.0},

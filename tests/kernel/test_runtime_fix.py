@@ -4,7 +4,7 @@ MXNet 2.0): reading NumPy's errors, resolving an equivalent against this environ
 import numpy as np
 
 from kit.common import numpy_names
-from kit.kernel import runtime_fix
+from kit.kernel.runtime import fix as runtime_fix
 
 NUMPY_2_NINF = "AttributeError: `np.NINF` was removed in the NumPy 2.0 release. Use `-np.inf` instead."
 NUMPY_126_BOOL = (

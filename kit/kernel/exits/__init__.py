@@ -1,0 +1,1 @@
+"""Exits from MXNet: an artifact exported to ONNX and run in ONNX Runtime."""

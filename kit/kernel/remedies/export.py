@@ -1,0 +1,94 @@
+"""Remedies of an export to ONNX that fails: the exporter's settings a user leaving MXNet changes."""
+
+import json
+
+from kit.common.capabilities import GLUON2, ONNX_API
+from kit.kernel.exits import onnx_export
+from kit.kernel.remedies.base import EXPORT_SETTING, GRAPH_EDIT, Refused, Remedy, register
+
+#: the newest opset MXNet 1.9's converters are written for (mx2onnx/_op_translations/_op_translations_opset13.py)
+CONVERTERS_OPSET = 13
+
+
+@register
+class PinExportOpset(Remedy):
+    """MXNet 1.9's exporter stamps the onnx package's newest opset on the file and checks the graph against
+    it, though its converters write opset-13 operators: with onnx 1.14 (opset 19) ReduceMean's ``axes``
+    attribute, an input since opset 18, fails the check. Stamping the opset the converters write mends it."""
+
+    name = "onnx_opset_13"
+    title = "export with the opset the exporter's converters write (%d), not the onnx package's newest" % (
+        CONVERTERS_OPSET
+    )
+    changes = EXPORT_SETTING
+    directions = ("backward", "same", "forward")
+    apis = (ONNX_API,)
+    loading = ("1.9.0", GLUON2)
+    error = r"Unrecognized attribute: \w+ for operator|is not a registered function/op|ValidationError"
+    user_code = """
+import mxnet as mx
+import numpy as np
+import onnx.checker, onnx.defs
+# MXNet 1.9's exporter stamps (and checks against) the onnx package's newest opset; its converters write opset 13
+onnx.defs.onnx_opset_version = lambda: 13
+onnx.checker.DEFAULT_CONTEXT.opset_imports = {{"": 13}}
+mx.onnx.export_model("{symbol}", "{params}", {shapes}, {types}, "model.onnx",
+                     dynamic=True, dynamic_input_shapes={dynamic})
+"""
+
+    def apply(self, work, error_text):
+        work.manifest["onnx_opset"] = CONVERTERS_OPSET
+        return "exported with opset %d stamped on the file and checked against it" % CONVERTERS_OPSET
+
+    def load(self, work):
+        return work.adapter.load(work.spec, work.loaded, work.folder, work.manifest, opset=CONVERTERS_OPSET)
+
+    def code(self, work):
+        symbol, params = work.files()
+        inputs = work.manifest.get("inputs") or []
+        shapes = [onnx_export.input_shape(i, work.manifest) for i in inputs]
+        return self.user_code.strip().format(
+            symbol=symbol,
+            params=params,
+            shapes=shapes,
+            types="[%s]" % ", ".join("np.%s" % i.get("dtype", "float32") for i in inputs),
+            dynamic=[(None,) + s[1:] for s in shapes],
+        )
+
+
+@register
+class SoftmaxOutputAsSoftmax(Remedy):
+    """A Module graph ends in ``SoftmaxOutput`` (the training loss with its label input), which MXNet 1.9's
+    exporter fails to convert: the inference graph a user exports instead ends in a plain ``softmax``."""
+
+    name = "softmax_output_as_softmax"
+    title = "export the inference graph: SoftmaxOutput (softmax with its training label) replaced by softmax"
+    changes = GRAPH_EDIT
+    directions = ("backward", "same", "forward")
+    apis = (ONNX_API,)
+    loading = ("1.3.0", GLUON2)
+    error = r"convert_softmax_output|SoftmaxOutput"
+    edits_artifact = True
+    user_code = """
+import mxnet as mx
+sym, arg_params, aux_params = mx.model.load_checkpoint(PREFIX, EPOCH)  # the files {symbol}, {params}
+head = sym.get_internals()[sym.list_outputs()[0].replace("_output", "")]  # the SoftmaxOutput node
+data = head.get_children()[0]  # its data input (the label is the other)
+mx.model.save_checkpoint("inference", 0, mx.sym.softmax(data, name="softmax"), arg_params, aux_params)
+"""
+
+    def apply(self, work, error_text):
+        import mxnet as mx
+
+        symbol, _ = work.files()
+        sym = mx.sym.load(work.path(symbol))
+        graph = json.loads(sym.tojson())
+        heads = [graph["nodes"][h[0]] for h in graph["heads"]]
+        if [n["op"] for n in heads] != ["SoftmaxOutput"]:
+            raise Refused("the graph's output is %s, not one SoftmaxOutput" % ", ".join(n["op"] for n in heads))
+        data = sym.get_children()[0]
+        mx.sym.softmax(data, name=heads[0]["name"]).save(work.path(symbol))
+        labels = (work.manifest.get("load") or {}).get("label_names")
+        if labels:
+            work.manifest["load"]["label_names"] = []
+        return "replaced SoftmaxOutput %r by softmax over its data input (no label input)" % heads[0]["name"]

@@ -1,0 +1,1 @@
+"""Save and load paths: an adapter per API, the C predict API, third-party checkpoints, what a load computes."""
