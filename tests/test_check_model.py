@@ -43,7 +43,7 @@ def check(kit_home, tmp_path, prefix, *args, run_id):
         "check-model",
         str(prefix),
         *args,
-        "--reference-version",
+        "--saved-with",
         OLDEST,
         "--load",
         NEWEST,
@@ -195,7 +195,7 @@ def test_loading_releases_older_than_the_reference_are_named_everywhere(trained_
     runs = tmp_path / "runs"
     proc = run_cli(
         "check-model", str(tmp_path / "prod"), "--input", "data:4,1,28,28", "--label-names", "softmax_label",
-        "--reference-version", NEWEST, "--load", f"{OLDEST},{NEWEST}", "--store", str(tmp_path / "store"),
+        "--saved-with", NEWEST, "--load", f"{OLDEST},{NEWEST}", "--store", str(tmp_path / "store"),
         "--runs-dir", str(runs), "--run-id", "older", home=kit_home, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

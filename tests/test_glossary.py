@@ -125,12 +125,7 @@ def test_no_old_name_is_a_parameter_or_a_shown_flag():
     for notebook, params in notebook_parameters().items():
         assert not params & DEPRECATED, (notebook, params & DEPRECATED)
         assert not [p for p in params if p.endswith("version")], notebook
-    shown = {
-        o
-        for cmd, opts in cli_options().items()
-        for o in opts
-        if not o.startswith("--reference-version")  # check-model's documented alias of --saved-with
-    }
+    shown = {o for cmd, opts in cli_options().items() for o in opts}
     assert not {o for o in shown if o.lstrip("-").replace("-", "_") in DEPRECATED}
 
 

@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from conftest import NEWEST, OLDEST, group_line, run_cli, scale_weight
 
+from kit.common import verdicts
+
 pytestmark = pytest.mark.envs
 CELL = f"lenet/export/{OLDEST}/{NEWEST}"
 
@@ -84,7 +86,7 @@ def test_investigate_localizes_the_perturbed_layer(regressed_run, investigated):
     # the weight x1.5 moves the worst element by half its weighted input: a large part of the value itself,
     # nothing like float noise (1e-7 of it); the layer's outputs have no fixed size, their ratio does
     assert worst["abs_diff"] > 0.01 * max(abs(worst["saved"]), abs(worst["loaded"])), worst
-    changed = [p for p in result["parameters"] if p["status"] != "same"]
+    changed = [p for p in result["parameters"] if p["status"] != verdicts.PARAM_UNCHANGED]
     assert [p["name"] for p in changed] == ["lenet_dense0_weight"]
     assert abs(changed[0]["loaded_std"] / changed[0]["saved_std"] - 1.5) < 1e-3
     nb = nbformat.read(regressed_run["runs"] / "regressed" / "investigate" / f"{slug}.ipynb", as_version=4)
@@ -190,6 +192,6 @@ def test_bisect_names_the_release_that_changed(trained_store, kit_home, tmp_path
     assert "first release with the changed verdict: 1.4.1 (last unchanged: 1.5.1)" in proc.stdout
     summary = json.loads((tmp_path / "bis" / "bisect.json").read_text())
     assert summary["reloads"] <= math.ceil(math.log2(10)) + 1 == summary["bound"]
-    verdicts = dict(summary["probes"])
-    assert verdicts[OLDEST] == "load-error" and verdicts.get("1.4.1", "load-error") == "load-error"
-    assert all(v in ("identical", "close") for r, v in verdicts.items() if r in ("1.5.1", "1.6.0", "1.7.0.post2"))
+    probed = dict(summary["probes"])
+    assert probed[OLDEST] == "load-error" and probed.get("1.4.1", "load-error") == "load-error"
+    assert all(v in ("identical", "close") for r, v in probed.items() if r in ("1.5.1", "1.6.0", "1.7.0.post2"))

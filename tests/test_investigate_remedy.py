@@ -11,6 +11,8 @@ import pytest
 import scales
 from conftest import matrix_run, read_records, rehash, require_python, run_cli
 
+from kit.common import verdicts
+
 pytestmark = pytest.mark.envs
 
 SAVED, FORWARD, GLUON2 = "1.9.1", "1.4.1", "2.0.0b1"
@@ -112,7 +114,7 @@ def test_a_shape_error_names_its_node_and_its_inputs_and_compares_under_legacy_s
     # largest value (trained activations have no fixed size; a node that is all zeros must stay exactly zero)
     moved = _moved_per_node(result)
     assert moved[rnn["output"]] <= 1e-5 and max(moved.values()) <= 1e-5, moved
-    assert result["parameters"] and all(p["status"] == "same" for p in result["parameters"])
+    assert result["parameters"] and all(p["status"] == verdicts.PARAM_UNCHANGED for p in result["parameters"])
 
     nb, text, html, figures = _outputs(notebook)
     assert nb.metadata["kernelspec"]["name"] == f"mxnet-{GLUON2}"
@@ -160,7 +162,7 @@ def test_an_unknown_argument_names_the_nodes_that_carry_it_and_compares_under_th
     assert all(r["ok"] for r in rows) and result["first_divergence"] is None
     moved = _moved_per_node(result)  # last bits: 1e-4 of each node's own largest value at most
     assert max(moved.values()) <= 1e-4 and any(r["max_abs"] > 0 for r in rows), moved
-    assert all(p["status"] == "same" for p in result["parameters"])
+    assert all(p["status"] == verdicts.PARAM_UNCHANGED for p in result["parameters"])
 
     _, text, html, figures = _outputs(notebook)
     assert "Argument 'layout' is unknown" in text and "<td>drop_default_attributes</td>" in html

@@ -35,11 +35,10 @@ from kit.home import KitHome
 @click.option("--label-names", metavar="N,...", help="Label inputs of loss heads such as SoftmaxOutput.")
 @click.option(
     "--saved-with",
-    "--reference-version",
-    "reference_version",
+    "saved_with",
     required=True,
     metavar="RELEASE",
-    help="The release whose outputs are the reference (--reference-version: the old name).",
+    help="The release whose outputs are the reference.",
 )
 @click.option(
     "--load",
@@ -72,7 +71,7 @@ def check_model_cmd(
     epoch,
     inputs,
     label_names,
-    reference_version,
+    saved_with,
     load,
     name,
     data,
@@ -116,7 +115,7 @@ def check_model_cmd(
         raise UsageError(f"--to {to}: only onnx (or onnx-RELEASE) is a destination", hint="e.g. --to onnx")
     loads = selection.expand(load, EnvManager(home), flag="--load") + ([to] if to else [])
     req = request.RunRequest(
-        save=[reference_version],
+        save=[saved_with],
         load=loads,
         models=[],
         apis=[check_model.API],
@@ -136,7 +135,7 @@ def check_model_cmd(
         prefix,
         epoch,
         name=name,
-        reference=reference_version,
+        reference=saved_with,
         inputs=parsed,
         label_names=csv_list(label_names),
         store=open_store(store, home=home).root,
@@ -148,7 +147,7 @@ def check_model_cmd(
     )
     recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
     click.echo(
-        f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {reference_version} "
+        f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {saved_with} "
         f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
         f"param_version {manifest['param_version']})"
     )

@@ -6,8 +6,10 @@ LOAD_ERROR, INFER_ERROR, CORRUPT, UNSUPPORTED = "load-error", "infer-error", "co
 SEVERITY = (IDENTICAL, CLOSE, UNSUPPORTED, DRIFT, MISMATCH, INFER_ERROR, LOAD_ERROR, CORRUPT)
 PASSING = (IDENTICAL, CLOSE)
 FAILING = (DRIFT, MISMATCH, LOAD_ERROR, INFER_ERROR, CORRUPT)
-#: a parameter investigate found loaded exactly as saved, under its own name or another (1.x prefix vs 2.0 structure)
-PARAMS_AS_SAVED = ("same", "renamed, same values")
+#: a parameter's status in an investigation: loaded exactly as saved, under its own name or another (1.x prefix vs
+#: 2.0 structure); "same" is a direction, never a parameter status
+PARAM_UNCHANGED, PARAM_RENAMED = "unchanged", "renamed, unchanged"
+PARAMS_AS_SAVED = (PARAM_UNCHANGED, PARAM_RENAMED)
 
 
 def from_metrics(metrics):

@@ -11,10 +11,9 @@ import os
 from kit.common import artifacts
 from kit.common.errors import KitError
 from kit.kernel.entry.train_run import check_kernel
-from kit.kernel.investigate.failure import (  # noqa: F401,E402
+from kit.kernel.investigate.failure import (
     _DIGITS,
     _STAMP,
-    ERRORS,
     _compare_under_remedy,
     _explain,
     _metric,
@@ -22,7 +21,7 @@ from kit.kernel.investigate.failure import (  # noqa: F401,E402
     failed,
     read_record,
 )
-from kit.kernel.investigate.layer_compare import BY_NAME, TOP, Case, compare, match_nodes, param_diff  # noqa: F401,E402
+from kit.kernel.investigate.layer_compare import BY_NAME, TOP, InvestigatedCell, compare
 from kit.kernel.models import zoo
 from kit.kernel.mx import internals
 from kit.kernel.saving import adapters
@@ -93,9 +92,11 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
         "compared_under": None,
         "not_compared": None,
     }
-    case = Case(release, saved_with, model, api, folder, manifest, spec, adapter, inputs, expected, tolerance_overrides)
+    cell = InvestigatedCell(
+        release, saved_with, model, api, folder, manifest, spec, adapter, inputs, expected, tolerance_overrides
+    )
     if no_internals:
-        _explain(case, result, rec, None, None, run=False)
+        _explain(cell, result, rec, None, None, run=False)
         result["not_compared"] = no_internals
         result["message"] = message(result)
         return result
@@ -107,18 +108,18 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
     except adapters.GraphUnavailable as e:
         if not failed(rec):
             raise KitError(str(e))
-        _explain(case, result, rec, None, stage, run=False)
+        _explain(cell, result, rec, None, stage, run=False)
         result["not_compared"] = str(e)
     except Exception as e:  # noqa: BLE001 - the artifact's own failure here is what is investigated
-        _explain(case, result, rec, e, stage)
+        _explain(cell, result, rec, e, stage)
         if result["remedies"] and result["remedies"]["fixed"]:
-            _compare_under_remedy(case, result, top)
+            _compare_under_remedy(cell, result, top)
         else:
             result["not_compared"] = "no remedy makes the artifact load and run in MXNet %s" % release
     else:
-        result.update(compare(case, sym, arg, aux, got, top))
+        result.update(compare(cell, sym, arg, aux, got, top))
         if failed(rec):  # the reload failed, yet the graph evaluates node by node: both are evidence
-            _explain(case, result, rec, None, None, run=False)
+            _explain(cell, result, rec, None, None, run=False)
     result["message"] = message(result)
     return result
 

@@ -8,20 +8,20 @@ import re
 
 from kit.common import artifacts, verdicts
 from kit.common.versions import direction
-from kit.kernel.investigate.layer_compare import TOP, Case, compare, param_diff  # noqa: F401
+from kit.kernel.investigate.layer_compare import compare
 from kit.kernel.mx import internals, mxapi
 from kit.kernel.saving import adapters
 
 
-def _explain(case, result, rec, exc, stage, run=True):
+def _explain(cell, result, rec, exc, stage, run=True):
     """``failure`` and ``remedies`` of ``result``; an error that a remedy's attempt met names the node,
     argument or operator where the cell's own error names none (a re-saved file that then meets an operator
     the release lacks)."""
-    result["failure"] = failure = explain_failure(case, rec, exc, stage)
-    result["remedies"] = report = remedy_report(case, rec, failure, run=run)
+    result["failure"] = failure = explain_failure(cell, rec, exc, stage)
+    result["remedies"] = report = remedy_report(cell, rec, failure, run=run)
     if report and not (failure["node"] or failure["argument"] or failure["operator"]):
         for t in report["tried"]:
-            if t.get("error") and scan(case, failure, [t["error"]]):
+            if t.get("error") and scan(cell, failure, [t["error"]]):
                 failure["revealed_by"] = t["name"]
                 break
 
@@ -70,7 +70,7 @@ def _error_headline(error_type, text):
     return said
 
 
-def explain_failure(case, rec, exc, stage):
+def explain_failure(cell, rec, exc, stage):
     """What failed and where: the verdict, the error (the record's where the cell failed in the run, else
     this investigation's own), the node it names with its input shapes, the unknown argument or operator
     with the nodes of the graph that carry it."""
@@ -100,7 +100,7 @@ def explain_failure(case, rec, exc, stage):
             "headline": own["headline"],
         }
     out.update(
-        direction=direction(case.saved, case.release),
+        direction=direction(cell.saved, cell.release),
         own=own,
         revealed_by=None,
         node=None,
@@ -110,15 +110,15 @@ def explain_failure(case, rec, exc, stage):
         operator_nodes=[],
         hint=None,
     )
-    scan(case, out, [out["error"]] + ([own["error"]] if own else []))
+    scan(cell, out, [out["error"]] + ([own["error"]] if own else []))
     return out
 
 
-def scan(case, out, texts):
+def scan(cell, out, texts):
     """Fill ``out`` (a failure) from what ``texts`` (error messages) name: the node with its inputs and their
     shapes (shape errors), the unknown argument or operator with the nodes of the saved graph that carry it.
     True when something was found."""
-    graph = _graph_nodes(case.folder, case.manifest)
+    graph = _graph_nodes(cell.folder, cell.manifest)
     by_name = dict((n["name"], n) for n in graph or [])
     found = False
     for text in texts:
@@ -128,7 +128,7 @@ def scan(case, out, texts):
             node = by_name.get(name, {})
             out["node"] = {"name": name, "op": node.get("op"), "inputs": None, "shapes": None}
             if _SHAPE.search(text) and graph:
-                out["node"]["inputs"], out["node"]["shapes"] = input_shapes(case, name, by_name)
+                out["node"]["inputs"], out["node"]["shapes"] = input_shapes(cell, name, by_name)
             found = True
         m = _ARGUMENT.search(text)
         if m and out["argument"] is None:
@@ -147,7 +147,7 @@ def scan(case, out, texts):
     zeros = [
         i for i in (out["node"] or {}).get("inputs") or [] if i.get("declared") and _ZERO_AXIS.search(i["declared"])
     ]
-    if zeros and mxapi.gluon2(case.release) and not mxapi.gluon2(case.saved):
+    if zeros and mxapi.gluon2(cell.release) and not mxapi.gluon2(cell.saved):
         out["hint"] = (
             "%s declares shape %s: in a 1.x graph an axis of 0 means 'unknown, inferred from the inputs'; under "
             "MXNet 2.0's numpy shape semantics it means an empty axis" % (zeros[0]["node"], zeros[0]["declared"])
@@ -180,19 +180,19 @@ def _graph_nodes(folder, manifest):
         return None
 
 
-def input_shapes(case, name, by_name):
+def input_shapes(cell, name, by_name):
     """``(inputs, how)``: node ``name``'s inputs, each with the node that makes it, its op, the shape its graph
     declares (a ``shape`` attribute) and the shape partial inference gives for the investigation's inputs
     under legacy (1.x) shape semantics; ``(None, why)`` where that cannot be had."""
     import mxnet as mx
 
-    path = os.path.join(case.folder, _symbol_file(case.manifest))
-    if case.inputs:
-        given = dict((k, tuple(v.shape)) for k, v in case.inputs.items())
+    path = os.path.join(cell.folder, _symbol_file(cell.manifest))
+    if cell.inputs:
+        given = dict((k, tuple(v.shape)) for k, v in cell.inputs.items())
     else:  # no internals recorded: the manifest's inputs, a batch of one
         given = dict(
             (i["name"], tuple(([] if i["kind"] == "pixels_single" else [1]) + list(i["shape"])))
-            for i in case.manifest.get("inputs") or []
+            for i in cell.manifest.get("inputs") or []
         )
     how = "by partial shape inference under legacy shape semantics, inputs %s" % ", ".join(
         "%s %s" % (k, list(v)) for k, v in sorted(given.items())
@@ -205,7 +205,7 @@ def input_shapes(case, name, by_name):
             known = dict((n, list(s)) for n, s in zip(names, shapes) if s)
             target = next((inner[i] for i in range(len(names)) if inner[i].name == name), None)
             if target is None:
-                return None, "node %s is not in the graph as MXNet %s loads it" % (name, case.release)
+                return None, "node %s is not in the graph as MXNet %s loads it" % (name, cell.release)
             children = target.get_children()
             rows = []
             for j, out in enumerate(children.list_outputs()):
@@ -225,15 +225,15 @@ def input_shapes(case, name, by_name):
     return rows, how
 
 
-def remedy_report(case, rec, failure, run=True):
+def remedy_report(cell, rec, failure, run=True):
     """What was tried: the record's ``remedy`` (as the reload tried it), or, where the record has none,
     every remedy that applies tried now, in this kernel. None when nothing says."""
     info, source = (rec or {}).get("remedy") if failed(rec) else None, "record"
-    if info is None and run and failure is not None and case.spec is not None:
+    if info is None and run and failure is not None and cell.spec is not None:
         from kit.kernel.remedies import attempts
 
         failing = {"verdict": failure["verdict"], "error": failure["error"], "reason": failure["headline"]}
-        info = attempts.retry(*case.artifact() + (failing, case.measure()))
+        info = attempts.retry(*cell.artifact() + (failing, cell.measure()))
         source = "now"
     if info is None:
         return None
@@ -260,7 +260,7 @@ def _first_remedy(report):
     return report["name"].split("+")[0]
 
 
-def _compare_under_remedy(case, result, top):
+def _compare_under_remedy(cell, result, top):
     """The layer-by-layer comparison of the artifact as the working remedy loads it, in the context it runs in."""
     from kit.kernel.remedies import attempts
 
@@ -268,7 +268,7 @@ def _compare_under_remedy(case, result, top):
     try:
         with attempts.remedied(
             _first_remedy(report),
-            *case.artifact() + (failure["error"], case.measure()),
+            *cell.artifact() + (failure["error"], cell.measure()),
         ) as (attempt, work, mode):
             under = dict((k, attempt.get(k)) for k in ("name", "title", "changes", "changed", "verdict", "summary"))
             if attempt["verdict"] not in verdicts.PASSING:
@@ -279,9 +279,9 @@ def _compare_under_remedy(case, result, top):
                 )
                 return
             with mode():
-                (sym, arg, aux), under["graph"] = _remedied_graph(case, work)
-                got = internals.evaluate(sym, arg, aux, case.inputs)
-                compared = compare(case, sym, arg, aux, got, top)
+                (sym, arg, aux), under["graph"] = _remedied_graph(cell, work)
+                got = internals.evaluate(sym, arg, aux, cell.inputs)
+                compared = compare(cell, sym, arg, aux, got, top)
     except adapters.GraphUnavailable as e:
         result["not_compared"] = str(e)
         return
@@ -303,7 +303,7 @@ def _compare_under_remedy(case, result, top):
     result["compared_under"] = dict(under, paired=True)
 
 
-def _remedied_graph(case, work):
+def _remedied_graph(cell, work):
     """``((sym, arg, aux), how)`` of the remedied artifact: the loaded Gluon 2.0 model of a parameter mapping,
     traced; else the edited copy as the cell's API loads it."""
     net = getattr(work, "net", None)
@@ -313,8 +313,8 @@ def _remedied_graph(case, work):
         net = _load_into_port(work, work.named)
     if net is not None:
         return adapters.traced_graph(net, work.manifest["inputs"]), "the remedied Gluon 2.0 model, traced"
-    graph = case.adapter.load_graph(case.spec, case.release, work.folder, work.manifest)
-    return graph, "the remedied artifact, loaded through %s" % case.api
+    graph = cell.adapter.load_graph(cell.spec, cell.release, work.folder, work.manifest)
+    return graph, "the remedied artifact, loaded through %s" % cell.api
 
 
 def _metric(summary):

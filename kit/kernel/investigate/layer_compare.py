@@ -6,14 +6,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kit.common import artifacts, metrics, tolerance
+from kit.common import artifacts, metrics, tolerance, verdicts
 from kit.kernel.mx import internals
 from kit.kernel.saving.measure import measure
 
 TOP = 5
 
 
-class Case(object):
+class InvestigatedCell(object):
     """One investigated cell: the artifact, how it loads here, the reference internals, the tolerance."""
 
     def __init__(self, release, saved, model, api, folder, manifest, spec, adapter, inputs, expected, overrides):
@@ -31,19 +31,19 @@ class Case(object):
         return self.spec, self.adapter, self.release, self.saved, self.api, self.folder, self.manifest
 
 
-def compare(case, sym, arg, aux, got, top=TOP):
+def compare(cell, sym, arg, aux, got, top=TOP):
     """The layer-by-layer part of an investigation: rows, first divergence, worst elements, parameters."""
     nodes = internals.node_table(sym)
-    expected = case.expected
+    expected = cell.expected
     got, matching, loaded_names = match_nodes(expected, got)
-    rows = _node_rows(expected, got, nodes, case.model, case.overrides, loaded_names)
+    rows = _node_rows(expected, got, nodes, cell.model, cell.overrides, loaded_names)
     first = next((r for r in rows if not r["ok"]), None)
     worst = (
         _worst_elements(expected[first["output"]], got[first["output"]], top)
         if first and first["output"] in expected and first["output"] in got and first["shape_match"]
         else []
     )
-    saved = case.manifest.get("parameters")
+    saved = cell.manifest.get("parameters")
     return {
         "rows": rows,
         "first_divergence": first,
@@ -157,7 +157,7 @@ def param_diff(saved, arg, aux):
         s, got = saved.get(renamed.get(name, name)), loaded.get(name)
         row = {"name": name}
         if name in renamed:
-            row.update(status="renamed, same values", saved_name=renamed[name], shape=s["shape"])
+            row.update(status=verdicts.PARAM_RENAMED, saved_name=renamed[name], shape=s["shape"])
         elif s is None:
             row.update(status="not saved (new in the loaded model)", loaded_shape=got["shape"])
         elif got is None:
@@ -165,9 +165,9 @@ def param_diff(saved, arg, aux):
         elif got["shape"] != list(s["shape"]):
             row.update(status="shape changed", saved_shape=s["shape"], loaded_shape=got["shape"])
         else:
-            same = got["sha256"] == s["sha256"] and got["dtype"] == s["dtype"]
+            unchanged = got["sha256"] == s["sha256"] and got["dtype"] == s["dtype"]
             row.update(
-                status="same" if same else "values changed",
+                status=verdicts.PARAM_UNCHANGED if unchanged else "values changed",
                 shape=s["shape"],
                 saved_mean=s["mean"],
                 loaded_mean=got["mean"],

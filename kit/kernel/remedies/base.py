@@ -1,6 +1,6 @@
 """What every remedy is: the registry, the base class that declares what a remedy answers, and the private
-copy of an artifact (:class:`Work`) an attempt changes. The remedies themselves are in ``remedies_graph``
-and ``remedies_params``; ``remedies`` tries them.
+copy of an artifact (:class:`Work`) an attempt changes. The remedies themselves are in the modules
+:data:`kit.kernel.remedies.attempts.TRY_ORDER` names, in the order :mod:`~kit.kernel.remedies.attempts` tries them.
 """
 
 import json
