@@ -142,7 +142,7 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
 
     store = tmp_path / "store"
     shutil.copytree(trained_store["_store"] / NEWEST / "mlp", store / NEWEST / "mlp")
-    first = stores.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    first = stores.load("mlp", "export", release=NEWEST, store=str(store))
     old_pv = first.manifest["param_version"]
     mv = first.manifest["model_version"]
     run_notebook(
@@ -159,16 +159,16 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
         },
         home=KitHome(kit_home),
     )
-    current = stores.load("mlp", "export", mxnet_version=NEWEST, store=str(store))
+    current = stores.load("mlp", "export", release=NEWEST, store=str(store))
     assert current.manifest["param_version"] != old_pv and current.path == store / NEWEST / "mlp" / "export"
-    kept = stores.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+    kept = stores.load("mlp", "export", release=NEWEST, param_version=old_pv, store=str(store))
     assert kept.path == store / ".versions" / NEWEST / "mlp" / "export" / f"{mv}-{old_pv}"
     assert kept.manifest["files"] == first.manifest["files"]
     (kept.path / "model-0000.params").write_bytes(b"tampered")
     with pytest.raises(stores.StoreError, match="does not verify"):
-        stores.load("mlp", "export", mxnet_version=NEWEST, param_version=old_pv, store=str(store))
+        stores.load("mlp", "export", release=NEWEST, param_version=old_pv, store=str(store))
     with pytest.raises(stores.StoreError, match="versions there"):
-        stores.load("mlp", "export", mxnet_version=NEWEST, param_version="0" * 16, store=str(store))
+        stores.load("mlp", "export", release=NEWEST, param_version="0" * 16, store=str(store))
     listing = run_cli("store", "ls", str(store), "--versions", home=kit_home, check=True).stdout
     assert f"{mv}-{old_pv}" in listing
 

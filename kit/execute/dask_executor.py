@@ -11,13 +11,16 @@ attempt that finished: a retried step never adds records twice.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterable
 
 from kit.common.errors import KitError, UsageError
 from kit.execute import progress
+from kit.execute.executors import Executor
 from kit.execute.steps import Step, StepResult
 
 CONNECT_TIMEOUT = "10s"
@@ -59,8 +62,9 @@ def route(releases: list[str], ready: dict[str, list[str]], names: dict[str, str
     return out
 
 
-class DaskExecutor:
-    """Runs steps on a Dask cluster at ``scheduler``; ``store`` is the store every worker reads and writes."""
+class DaskExecutor(Executor):
+    """Runs steps on a Dask cluster at ``scheduler``; ``store_location`` is the store every worker reads and
+    writes."""
 
     name = "dask"
     remote = True
@@ -70,7 +74,7 @@ class DaskExecutor:
         jobs: int = 1,
         *,
         scheduler: str | None = None,
-        store: str | None = None,
+        store_location: str | None = None,
         run=None,
         endpoint_url: str | None = None,
         on_event: Callable[[str], None] = print,
@@ -79,21 +83,23 @@ class DaskExecutor:
     ):
         if not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://10.0.0.5:8786)")
-        if not store:
+        if not store_location:
             raise UsageError(
                 "--executor dask needs --store: s3://bucket/prefix, or a folder every worker sees",
                 hint="workers share nothing but the store",
             )
-        self.scheduler, self.store, self.run_id, self.run_dir = scheduler, str(store), run.id, Path(run.dir)
+        self.scheduler, self.store_location = scheduler, str(store_location)
+        self.run_id, self.run_dir = run.id, Path(run.dir)
         self.endpoint_url, self.on_event, self.on_progress = endpoint_url, on_event, on_progress
-        self._store = None
         _client(scheduler).close()  # unreachable: say so now, before the run starts
 
     def holdings(self) -> set[tuple[str, str, str]]:
         """(release, model, api) of every current artifact in the shared store."""
-        return {(r.release, r.model, r.api) for r in self._remote().refs() if r.version is None}
+        return {(r.release, r.model, r.api) for r in self.store.refs() if r.version is None}
 
-    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
+    def prepare(
+        self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions: bool = False
+    ) -> None:
         """Nothing to do here: workers pull and push themselves."""
 
     def start(self, first_kernels: Iterable[str] = ()) -> None:
@@ -102,7 +108,10 @@ class DaskExecutor:
     def close(self) -> None:
         """Nothing to end: each :meth:`run` closes its client."""
 
-    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()) -> list:
+    def run(
+        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()
+    ) -> list[StepResult]:
+        """Each step on the worker its release is routed to, all at once: Dask keeps each worker's queue."""
         steps = list(steps)
         return self._run_remote(steps, on_done) if steps else []
 
@@ -124,7 +133,7 @@ class DaskExecutor:
                 addr = routes[s.release]
                 task = {
                     "step": s.to_dict(),
-                    "store": self.store,
+                    "store_location": self.store_location,
                     "run_id": self.run_id,
                     "endpoint_url": self.endpoint_url,
                     "notebook_name": Path(s.notebook).name,
@@ -146,7 +155,8 @@ class DaskExecutor:
                 try:
                     out = fut.result()
                     self._fetch(out)
-                    result = StepResult(**dict(out["result"], seconds=out["seconds"]))  # with build and transfers
+                    # its time with the environment's build and the transfers
+                    result = dataclasses.replace(StepResult.from_dict(out["result"]), seconds=out["seconds"])
                     lost = self._lost_attempts(s, out["attempt"])
                     result.attempts += len(lost)
                     note = f"    {s.id} ran on worker {out['worker']}"
@@ -163,13 +173,12 @@ class DaskExecutor:
         finally:
             client.close()
 
-    def _remote(self):
-        """The shared store, opened once."""
-        if self._store is None:
-            from kit import store as stores
+    @cached_property
+    def store(self):
+        """The shared store, opened when first asked for."""
+        from kit import store as stores
 
-            self._store = stores.open_store(self.store, endpoint_url=self.endpoint_url)
-        return self._store
+        return stores.open_store(self.store_location, endpoint_url=self.endpoint_url)
 
     def _lost_attempts(self, step: Step, finished: str) -> list[str]:
         """Workers of the attempts of ``step`` that started but uploaded nothing (their worker was lost)."""
@@ -178,7 +187,7 @@ class DaskExecutor:
         from kit import store as stores
         from kit.execute import remote_step
 
-        remote = self._remote()
+        remote = self.store
         lost = []
         for key in remote.list_blobs(remote_step.started_prefix(self.run_id, step.id)):
             attempt = key.rsplit("/", 1)[-1][: -len(".json")]
@@ -192,7 +201,7 @@ class DaskExecutor:
 
         run_folder = stores.LocalStore(self.run_dir)
         for rel, digest in sorted(out["files"].items()):
-            data = self._remote().read_blob(f"{out['prefix']}/{rel}")
+            data = self.store.read_blob(f"{out['prefix']}/{rel}")
             if hashlib.sha256(data).hexdigest() != digest:
-                raise KitError(f"{out['prefix']}/{rel} in {self.store} does not match its hash")
+                raise KitError(f"{out['prefix']}/{rel} in {self.store_location} does not match its hash")
             run_folder.write_blob(rel, data)

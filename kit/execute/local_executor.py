@@ -8,6 +8,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Callable, Iterable
 
 from kit.execute import reaper
+from kit.execute.executors import Executor
 from kit.execute.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
 from kit.home import KitHome
 
@@ -16,7 +17,7 @@ from kit.home import KitHome
 LOOKAHEAD = 2
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Local worker processes, kept for the whole run, one per job (a lane: spawned, so no ZMQ state is
     forked; it runs one step at a time). A worker keeps a release's kernel, MXNet imported, from its train
     step for its reload step, and a free lane takes a step whose kernel it kept before any other: one kernel
@@ -31,7 +32,16 @@ class LocalExecutor:
     remote = False
     follows_dependencies = True
 
-    def __init__(self, jobs: int = 1, *, store=None, home: KitHome | None = None, run=None, on_event=print, **_):
+    def __init__(
+        self,
+        jobs: int = 1,
+        *,
+        store_location: str | None = None,
+        home: KitHome | None = None,
+        run=None,
+        on_event: Callable[[str], None] = print,
+        **_,
+    ):
         from kit import store as stores
 
         self.jobs = max(1, int(jobs))
@@ -39,7 +49,7 @@ class LocalExecutor:
         self.log_dir = str(run.dir / "logs") if run is not None else None
         self.run_id = run.id if run is not None else ""
         self.on_event = on_event
-        self.store = stores.open_store(store, home=self.home)
+        self.store = stores.open_store(store_location, home=self.home)
         self.working_copy = self.store.working_copy(self.home)
         self.releases: list[str] = []
         self.models: list[str] | None = None
@@ -110,7 +120,9 @@ class LocalExecutor:
         refs = self.store.refs() + (self.working_copy.refs() if self.store.remote else [])
         return {(r.release, r.model, r.api) for r in refs if r.version is None}
 
-    def prepare(self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions=False) -> None:
+    def prepare(
+        self, releases: list[str], models: list[str] | None, apis: list[str] | None, versions: bool = False
+    ) -> None:
         """Pull the artifacts of ``releases`` (of ``models`` and ``apis``; None: all; ``versions``: the replaced
         versions too) from a remote store."""
         from kit import store as stores
@@ -124,7 +136,11 @@ class LocalExecutor:
                 f"pulled {counts['downloaded']} artifact(s) from {self.store.url} ({counts['unchanged']} up to date)"
             )
 
-    def run(self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()) -> list:
+    def run(
+        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()
+    ) -> list[StepResult]:
+        """Each step on a lane once those it depends on have finished (see :meth:`_run`), then what train
+        steps saved pushed to a remote store."""
         steps = list(steps)
         if not steps:
             return []
@@ -180,7 +196,7 @@ class LocalExecutor:
                 step = self._submitted.pop(fut)
                 waiting_for.discard(step.id)
                 try:
-                    result = StepResult(**fut.result())
+                    result = StepResult.from_dict(fut.result())
                 except Exception as e:  # the worker process itself died
                     result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
                     self._lanes[lane] = None  # a broken lane takes no more work: a new worker replaces it

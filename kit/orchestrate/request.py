@@ -6,7 +6,7 @@ import errno
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from kit.common import cell_selection
@@ -79,9 +79,38 @@ class RunRequest:
         wanted = self.saved_cells()
         return {r for r in self.save if all((r, m, a) in cells for m, a in wanted)}
 
-    def from_store(self, cells: set[tuple[str, str, str]], store: str) -> None:
-        """A reload-only request's saving releases: every release the store holds artifacts of (of its models
-        and APIs, when it names them)."""
+    def normalized(self) -> RunRequest:
+        """This request in canonical form, as a new one (this one is left as it is): ``onnx`` as its default
+        exporter's release, model groups expanded (every core model when none is named), ``--cells`` made the
+        exact (model, API) pairs they match, the limits filled in. What it cannot resolve is a UsageError here:
+        an unknown model or API, a ``--cells`` pattern that matches nothing, a bad limit. :func:`validate`
+        checks the rest."""
+        load = list(dict.fromkeys(onnx_path.target(n) for n in self.load))  # onnx: the default exporter's
+        models, apis, cells = self.models, self.apis, self.cells
+        if self.reload_only:  # groups stand for their models; other names may be checkpoints in the store
+            expanded = []
+            for name in models:
+                group, unknown = expand_models([name])
+                expanded += [name] if unknown else group
+            models = list(dict.fromkeys(expanded))
+        elif not self.foreign:
+            models, unknown = expand_models(models)
+            if unknown:
+                raise UsageError(
+                    f"unknown model(s): {', '.join(unknown)}",
+                    hint=f"known: {', '.join(MODEL_NAMES)}; groups: {', '.join(MODEL_GROUPS)}",
+                )
+            unknown = [x for x in apis if x not in APIS]
+            if unknown:
+                raise UsageError(f"unknown API(s): {', '.join(unknown)}", hint="known: " + ", ".join(APIS))
+            if cells:
+                cells, models, apis = _cell_pairs(cells, models, apis)
+        limits = Limits.from_dict(self.limits).to_dict()  # a bad value: a usage error here, not in a step
+        return replace(self, load=load, models=list(models), apis=list(apis), cells=list(cells), limits=limits)
+
+    def with_stored_releases(self, cells: set[tuple[str, str, str]], store_location: str) -> RunRequest:
+        """A reload-only request whose saving releases are every release the store holds artifacts of (of its
+        models and APIs, when it names them), as a new request."""
         named = {split_pin(m)[0] for m in self.models}
         found = {
             r
@@ -92,11 +121,11 @@ class RunRequest:
         }
         if not found:
             raise UsageError(
-                f"the store {store} holds no artifacts"
+                f"the store {store_location} holds no artifacts"
                 + (" of the models and APIs asked for" if self.models or self.apis or self.cells else ""),
                 hint="train some first: mxcompat run --save RELEASES (or pull a store: mxcompat store pull)",
             )
-        self.save = sorted(found, key=sort_key)
+        return replace(self, save=sorted(found, key=sort_key))
 
     def needs_training(self, release: str, held: set[str]) -> bool:
         """Whether ``release`` must train: asked to retrain, or its artifacts are not all in the store."""
@@ -104,7 +133,9 @@ class RunRequest:
 
 
 def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held: set[str] = frozenset()) -> None:
-    """Refuse bad arguments before any work starts: releases, environments, models, APIs, tolerance.
+    """Refuse a bad request before any work starts: releases, environments, ``--cells``, tolerance, allow-list.
+    ``req`` is checked, never changed: give it as :meth:`RunRequest.normalized` made it (which refuses the models,
+    APIs and cells it cannot resolve).
 
     ``local_envs=False`` (steps run on workers, which build their own environments) skips
     the checks of this machine's environments and kernels; ``held`` are the saving releases
@@ -114,7 +145,6 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
         raise UsageError("--save needs at least one release")
     if not req.load:
         raise UsageError("--load needs at least one release")
-    req.load = list(dict.fromkeys(onnx_path.target(n) for n in req.load))  # onnx: the default exporter's
     if req.apis and any(onnx_path.exporter_of(n) for n in req.load) and not set(req.apis) & set(ONNX_SOURCES):
         raise UsageError(
             "--load onnx exports graphs, and --apis names no API that saves one",
@@ -124,27 +154,7 @@ def validate(req: RunRequest, manager: EnvManager, local_envs: bool = True, held
         manager.resolve(name)  # unknown release: error listing the known ones
     if local_envs:
         check_environments(req, manager, held)
-    if req.reload_only:  # groups stand for their models; other names may be checkpoints in the store
-        expanded = []
-        for name in req.models:
-            models, unknown = expand_models([name])
-            expanded += [name] if unknown else models
-        req.models = list(dict.fromkeys(expanded))
-        _parse_cells(req.cells)
-    elif not req.foreign:
-        models, unknown = expand_models(req.models)
-        if unknown:
-            raise UsageError(
-                f"unknown model(s): {', '.join(unknown)}",
-                hint=f"known: {', '.join(MODEL_NAMES)}; groups: {', '.join(MODEL_GROUPS)}",
-            )
-        req.models = models
-        unknown = [x for x in req.apis if x not in APIS]
-        if unknown:
-            raise UsageError(f"unknown API(s): {', '.join(unknown)}", hint="known: " + ", ".join(APIS))
-        if req.cells:
-            _narrow_to_cells(req)
-    req.limits = Limits.from_dict(req.limits).to_dict()  # a bad value: a usage error here, not in a step
+    _parse_cells(req.cells)
     try:
         tolerance_mod.validate(req.tolerance)
     except tolerance_mod.ToleranceError as e:
@@ -163,22 +173,24 @@ def _pairs(cells: list[str]) -> list[tuple[str, str]]:
     return [tuple(c.split(":", 1)) for c in cells]
 
 
-def _narrow_to_cells(req: RunRequest) -> None:
-    """``--cells`` patterns made the exact (model, API) pairs they match, within ``--models`` and ``--apis``
-    when those are given (any zoo model and API when not); a pattern that matches nothing is an error."""
-    _parse_cells(req.cells)
-    models = req.models or list(MODEL_NAMES)
-    apis = req.apis or list(APIS) + [C_PREDICT_API]
-    pairs, unmatched = cell_selection.expand(req.cells, models, apis)
+def _cell_pairs(cells: list[str], models: list[str], apis: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """``(cells, models, apis)``: ``--cells`` patterns made the exact (model, API) pairs they match, within
+    ``models`` and ``apis`` when those are given (any zoo model and API when not), and the models and APIs of
+    those pairs; a pattern that matches nothing is an error."""
+    _parse_cells(cells)
+    within_models = models or list(MODEL_NAMES)
+    within_apis = apis or list(APIS) + [C_PREDICT_API]
+    pairs, unmatched = cell_selection.expand(cells, within_models, within_apis)
     if unmatched:
         raise UsageError(
-            f"--cells {', '.join(unmatched)} match(es) no cell"
-            + (" within --models/--apis" if req.models or req.apis else ""),
-            hint=f"models: {', '.join(models)}; APIs: {', '.join(apis)}",
+            f"--cells {', '.join(unmatched)} match(es) no cell" + (" within --models/--apis" if models or apis else ""),
+            hint=f"models: {', '.join(within_models)}; APIs: {', '.join(within_apis)}",
         )
-    req.cells = [f"{m}:{a}" for m, a in pairs]
-    req.models = list(dict.fromkeys(m for m, _ in pairs))
-    req.apis = list(dict.fromkeys(a for _, a in cell_selection.saved_for(pairs)))
+    return (
+        [f"{m}:{a}" for m, a in pairs],
+        list(dict.fromkeys(m for m, _ in pairs)),
+        list(dict.fromkeys(a for _, a in cell_selection.saved_for(pairs))),
+    )
 
 
 def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = frozenset()) -> None:
@@ -281,7 +293,4 @@ def parse_tolerance(text: str | None) -> dict:
         data = yaml.safe_load(path.read_text()) if path.is_file() else json.loads(text)
     except (ValueError, yaml.YAMLError) as e:
         raise UsageError(f"--tolerance is neither a readable file nor JSON: {e}") from None
-    try:
-        return tolerance_mod.validate(data)
-    except tolerance_mod.ToleranceError as e:
-        raise UsageError(f"bad --tolerance: {e}") from None
+    return data or {}  # checked with the rest of the request (validate)

@@ -27,6 +27,7 @@ from typing import Callable
 from kit.common import artifacts
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
+from kit.store.base import RemoteStore, Store
 from kit.store.layout import CHECKS, CorruptBlob, Ref, loads_json
 from kit.store.local import LocalStore
 
@@ -38,14 +39,14 @@ def _parse_checks(data: bytes, where: str) -> dict:
     return checks
 
 
-def read_checks(store) -> dict:
+def read_checks(store: Store) -> dict:
     """``{artifact rel path: {loaded_with: {"checked_at", "verdict", "run"}}}`` from the store's check log; {}
     when there is none yet. StoreError when it cannot be read, :class:`CorruptBlob` when it is no check log."""
     data = store.read_blob_or_none(CHECKS, json_blob=True)
     return {} if data is None else _parse_checks(data, f"{store.url}/{CHECKS}")
 
 
-def record_checks(store, records: list[dict], run_id: str, on_event: Callable[[str], None] | None = None) -> int:
+def record_checks(store: Store, records: list[dict], run_id: str, on_event: Callable[[str], None] | None = None) -> int:
     """Add a run's verdicts to the store's check log (the newest check per artifact version and release),
     under the log's lock: concurrent runs each add theirs. A log that cannot be read is left as it is
     (StoreError); a corrupt one is kept aside as ``checks.json.corrupt-<UTC time>`` and a new log started, which
@@ -74,16 +75,16 @@ def record_checks(store, records: list[dict], run_id: str, on_event: Callable[[s
 
 
 #: store kinds by URL scheme (``s3://bucket/prefix``); a location without a scheme is a folder (LocalStore)
-STORES: dict[str, Callable[..., object] | str] = {}
+STORES: dict[str, Callable[..., Store] | str] = {}
 
 
-def register_store(scheme: str, factory: Callable[..., object] | str) -> None:
+def register_store(scheme: str, factory: Callable[..., Store] | str) -> None:
     """Make ``scheme://...`` locations open with ``factory(url, endpoint_url=, anonymous=, public_read=)``;
     ``"module:name"`` names one imported when first used (a backend imports this module, not the reverse)."""
     STORES[scheme] = factory
 
 
-def _factory(scheme: str) -> Callable[..., object]:
+def _factory(scheme: str) -> Callable[..., Store]:
     factory = STORES[scheme]
     if isinstance(factory, str):
         module, _, name = factory.partition(":")
@@ -101,10 +102,10 @@ def open_store(
     endpoint_url: str | None = None,
     anonymous: bool | None = None,
     public_read: bool = False,
-):
+) -> Store:
     """A store by location: ``s3://bucket/prefix``, a folder, or (None) the kit home's ``store/``."""
     if location is None:
-        return LocalStore((home or KitHome()).root / "store")
+        return LocalStore((home or KitHome()).store)
     text = str(location)
     scheme, sep, _ = text.partition("://")
     if not sep:
@@ -140,7 +141,7 @@ def newer(mine: dict, theirs: dict) -> bool:
     )
 
 
-def _manifest(store, ref: Ref) -> dict:
+def _manifest(store: Store, ref: Ref) -> dict:
     """``ref``'s manifest, {} while it is absent (being replaced by another run: the copy retries)."""
     return store.manifest_or_none(ref) or {}
 
@@ -160,7 +161,7 @@ def _copy_missing(refs, up_to_date, copy, counted: str, said: str, on_event) -> 
 
 def push(
     src: LocalStore,
-    dest,
+    dest: RemoteStore,
     *,
     releases=None,
     models=None,
@@ -181,9 +182,7 @@ def push(
                 f"not pushing {src.url}/{ref.rel}: {', '.join(bad)} do not verify",
                 hint="run `mxcompat store verify` and retrain or remove it",
             )
-    sweep = getattr(dest, "sweep", None)
-    if sweep is not None:
-        sweep(run_id=run_id, on_event=on_event)
+    dest.sweep(run_id=run_id, on_event=on_event)
     there = set(dest.refs())
     counts = {"uploaded": 0, "unchanged": 0, "superseded": 0}
     for ref in refs:
@@ -204,7 +203,7 @@ def push(
 
 
 def pull(
-    src,
+    src: RemoteStore,
     dest: LocalStore,
     *,
     releases=None,
@@ -242,17 +241,12 @@ def load(
     param_version: str | None = None,
     store: str | None = None,
     home: KitHome | None = None,
-    mxnet_version: str | None = None,
 ) -> Artifact:
     """An artifact by identity (the saving ``release``), hashes verified before anything is returned.
 
     Without versions: the current artifact. With them: the current one if it matches,
     else the kept version. An S3 store is pulled into the local cache first.
-    ``mxnet_version`` is the old name of ``release``, accepted with a DeprecationWarning.
     """
-    if mxnet_version is not None:
-        warnings.warn("kit.store.load(mxnet_version=...) is now release=...", DeprecationWarning, stacklevel=2)
-        release = release or mxnet_version
     if release is None:
         raise UsageError("kit.store.load needs the release that saved the artifact: release='1.9.1'")
     opened = open_store(store, home=home)

@@ -14,6 +14,7 @@ from pathlib import Path
 from kit.common import artifacts
 from kit.common.errors import StoreError
 from kit.home import KitHome
+from kit.store.base import Store
 from kit.store.layout import (
     INDEX,
     MAX_JSON_VAR,
@@ -26,10 +27,10 @@ from kit.store.layout import (
 )
 
 
-class LocalStore:
-    """A store folder on this machine."""
+class LocalStore(Store):
+    """A store folder on this machine; also the working copy of every store (kernels read and write it where
+    it is): :meth:`path`, :meth:`staging` and :meth:`commit` are its own."""
 
-    #: kernels read and write it where it is
     remote = False
 
     def __init__(self, root: str | os.PathLike):
@@ -92,7 +93,8 @@ class LocalStore:
                 kept += 1
         return kept
 
-    def write_index(self) -> dict:
+    def write_index(self, run_id: str | None = None) -> dict:
+        """Rebuild ``index.json``, written atomically (``run_id`` is the S3 lease's: no other writer waits here)."""
         index = build_index(self)
         self.root.mkdir(parents=True, exist_ok=True)
         artifacts.write_json_atomic(str(self.root / INDEX), index)

@@ -27,6 +27,7 @@ from kit.common import artifacts
 from kit.common.errors import StoreError, UsageError
 from kit.home import KitHome
 from kit.store.api import newer, same_artifact
+from kit.store.base import RemoteStore, quiet
 from kit.store.layout import (
     INDEX,
     MAX_JSON_VAR,
@@ -73,11 +74,9 @@ class _Refused:
         self.code = code
 
 
-class S3Store:
-    """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist."""
-
-    #: kernels work on a local mirror (:meth:`working_copy`), pulled before and pushed after
-    remote = True
+class S3Store(RemoteStore):
+    """A store in an S3 bucket (or any S3-compatible server), read anonymously when no credentials exist; kernels
+    work on a local mirror (:meth:`working_copy`), pulled before and pushed after."""
 
     def __init__(
         self,
@@ -425,7 +424,7 @@ class S3Store:
         finally:
             shutil.rmtree(staged, ignore_errors=True)
 
-    def sweep(self, run_id: str | None = None, on_event: Callable[[str], None] = lambda m: None) -> list[str]:
+    def sweep(self, run_id: str | None = None, on_event: Callable[[str], None] = quiet) -> list[str]:
         """Remove what uploads that died midway left (:func:`kit.store.sweep.sweep`); the keys removed."""
         return sweep(self, run_id, on_event)
 
