@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,11 +39,11 @@ from kit.common.names import is_safe_name
 from kit.envs import child_env, onnx_path
 from kit.envs.manager import EnvBuildError, EnvManager
 from kit.execute import progress
+from kit.execute.notebook_parameters import PATH_PARAMETERS
 from kit.execute.notebooks import NOTEBOOKS
+from kit.execute.steps import Step, StepResult
 from kit.home import KitHome
 
-# which parameters of a step are paths on the client, and what they become on the worker
-PATH_PARAMETERS = {"train": {"store": "store"}, "reload": {"store": "store", "run_dir": "run"}}
 BUILD_WAIT_SECONDS = 1800
 
 
@@ -109,10 +110,11 @@ def _die_with_parent() -> None:
         pass
 
 
-def run_step_process(step: dict, home: KitHome, log_path: Path) -> dict:
-    """Run ``step`` with ``python -m kit.execute.steps`` in a child process; its StepResult as a dict."""
+def run_step_process(step: Step, home: KitHome, log_path: Path) -> StepResult:
+    """Run ``step`` with ``python -m kit.execute.steps`` in a child process (it crosses as JSON, one schema
+    each way: :meth:`Step.to_dict`, :meth:`StepResult.from_dict`); its result."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(step, f)
+        json.dump(step.to_dict(), f)
     try:
         env = child_env.for_kernels()
         proc = subprocess.run(
@@ -126,16 +128,14 @@ def run_step_process(step: dict, home: KitHome, log_path: Path) -> dict:
         os.unlink(f.name)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        return {
-            "id": step["id"],
-            "status": "failed",
-            "seconds": 0.0,
-            "attempts": 1,
-            "error": f"step process exited {proc.returncode}: {proc.stderr.strip()[-2000:]}",
-            "error_type": "StepProcessDied",
-            "deaths": 0,
-        }
-    return json.loads(lines[-1])
+        return StepResult(
+            step.id,
+            "failed",
+            0.0,
+            error=f"step process exited {proc.returncode}: {proc.stderr.strip()[-2000:]}",
+            error_type="StepProcessDied",
+        )
+    return StepResult.from_dict(json.loads(lines[-1]))
 
 
 def _sha256(data: bytes) -> str:
@@ -185,17 +185,17 @@ def _progress_to_client(path: str):
 def run_remote(task: dict) -> dict:
     """Run one step where this function is called (a Dask worker); see the module's docstring."""
     started = time.monotonic()
-    step = dict(task["step"])
-    kind, release = step["kind"], step["release"]
-    for name in (task["run_id"], step["id"].replace(":", "-")):  # they name folders and keys on this worker
+    step = Step.from_dict(task["step"])
+    kind, release = step.kind, step.release
+    for name in (task["run_id"], step.id.replace(":", "-")):  # they name folders and keys on this worker
         if not is_safe_name(name):
             raise UsageError(f"refusing the task: {name!r} is not a plain name")
     home = worker_home()
     home.root.mkdir(parents=True, exist_ok=True)
-    remote = stores.open_store(task["store"], endpoint_url=task.get("endpoint_url"))
+    remote = stores.open_store(task["store_location"], endpoint_url=task.get("endpoint_url"))
     mirror = remote.working_copy(home)
     attempt = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    step_key = step["id"].replace(":", "-")
+    step_key = step.id.replace(":", "-")
     scratch = home.root / "dask-runs" / task["run_id"] / f"{step_key}-{attempt}"
     scratch.mkdir(parents=True)
     # announced first: an attempt lost with its worker still counts in the step's attempts
@@ -204,9 +204,9 @@ def run_remote(task: dict) -> dict:
         "home": str(home.root),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    remote.write_blob(f"{started_prefix(task['run_id'], step['id'])}/{attempt}.json", json.dumps(announce).encode())
+    remote.write_blob(f"{started_prefix(task['run_id'], step.id)}/{attempt}.json", json.dumps(announce).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
-    params = dict(step["parameters"])
+    params = dict(step.parameters)
     if params.get("onnx_runtime"):  # an ONNX step also runs ONNX Runtime: its environment, on this worker
         built = ensure_env(home, onnx_path.RUNTIME_NAME) or built
         params["onnx_runtime"] = str(home.env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python")
@@ -222,14 +222,14 @@ def run_remote(task: dict) -> dict:
         sources = [release] if kind == "train" else params["saved_with"]
         every = params.get("versions") == "all"
         pulled = stores.pull(remote, mirror, releases=sources, models=models, apis=apis, versions=every)["downloaded"]
-    local = dict(
+    local = dataclasses.replace(
         step,
         parameters=params,
         output=str(scratch / task["output_rel"]),
         notebook=str(NOTEBOOKS / task["notebook_name"]),
-        progress=progress.progress_path(scratch, step["id"]),  # a dot folder: never uploaded
+        progress=progress.progress_path(scratch, step.id),  # a dot folder: never uploaded
     )
-    with _progress_to_client(local["progress"]):
+    with _progress_to_client(local.progress):
         result = run_step_process(local, home, scratch / "logs" / f"{step_key}.log")
     pushed = 0
     if kind == "train" and mirror is not remote:
@@ -239,7 +239,7 @@ def run_remote(task: dict) -> dict:
     prefix = f"{stores.RUNS_PREFIX}/{task['run_id']}/{attempt}"
     files = upload_outputs(remote, scratch, prefix)
     return {
-        "result": result,
+        "result": result.to_dict(),
         "prefix": prefix,
         "files": files,
         "worker": worker_name(),

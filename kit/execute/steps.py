@@ -11,8 +11,9 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
+from kit.common.errors import KitError
 from kit.envs import child_env
 
 RETRYABLE = (
@@ -24,6 +25,24 @@ RETRYABLE = (
     "Kernel died",
 )
 ATTEMPTS = 3
+
+
+def _from_dict(cls, data: dict, *, beside: bool = False):
+    """``cls`` from the dict its ``to_dict`` made: the one schema on both sides of the worker border. A field
+    ``cls`` lacks is refused (a client and workers of different kits), unless the dict holds other things
+    ``beside`` it (a run.json entry: the step and its outcome)."""
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown and not beside:
+        raise KitError(
+            f"a {cls.__name__} with field(s) this kit does not know: {', '.join(map(str, unknown))}",
+            hint="the client and its workers must run the same mxnet-compat-kit",
+        )
+    required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+    missing = [name for name in required if name not in data]
+    if missing:
+        raise KitError(f"a {cls.__name__} without its field(s) {', '.join(missing)}")
+    return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass
@@ -45,7 +64,18 @@ class Step:
         return self.release is None
 
     def to_dict(self) -> dict:
+        """What crosses the worker border (and is written in run.json): :meth:`from_dict` makes it a step again."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Step:
+        """The step :meth:`to_dict` made; KitError for a field it does not have, or one missing."""
+        return _from_dict(cls, data)
+
+    @classmethod
+    def from_manifest_entry(cls, entry: dict) -> Step:
+        """The step of a run.json entry, which holds its outcome (status, seconds, ...) beside its fields."""
+        return _from_dict(cls, entry, beside=True)
 
 
 @dataclass
@@ -61,7 +91,13 @@ class StepResult:
     cause: str | None = None  # a failure's root cause in one line (see root_cause)
 
     def to_dict(self) -> dict:
+        """What crosses the worker border back: :meth:`from_dict` makes it a result again."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StepResult:
+        """The result :meth:`to_dict` made; KitError for a field it does not have, or one missing."""
+        return _from_dict(cls, data)
 
 
 def root_cause(exc: BaseException) -> str:
@@ -123,12 +159,19 @@ def execute_step(
     next_kernels: list[str] = (),
     keep_kernel: bool = False,
 ) -> dict:
-    """Run one step (in a worker process); never raises, returns a StepResult as a dict.
+    """Run one step (in a worker process) from :meth:`Step.to_dict`'s dict; never raises, returns
+    :meth:`StepResult.to_dict`'s.
 
     ``next_kernels``: the kernels the next steps in this process will need, started now so they
     are up when those steps begin. ``keep_kernel``: a later step in this process runs on the same kernel
     (the release's reload after its train): the kernel stays up, MXNet imported, for it.
     """
+    try:
+        Step.from_dict(step)  # the one schema, checked where the step arrives
+    except KitError as e:
+        return StepResult(
+            str(step.get("id")), "failed", 0.0, error=str(e), error_type="KitError", cause=e.message
+        ).to_dict()
     if log_path:
         with _output_to(log_path):
             return _execute(step, home_root, next_kernels, keep_kernel)
@@ -285,15 +328,12 @@ def is_dead_kernel(exc: BaseException) -> bool:
 
 def inflight_marker(step: dict) -> str | None:
     """The file a reload step's kernel names its artifact in flight in (kit.kernel.entry.reload_run.InFlight)."""
-    import os
-
-    from kit.common import artifacts
+    from kit.common import run_layout
 
     params = step["parameters"]
     if step["kind"] != "reload" or not params.get("run_dir"):
         return None
-    name = artifacts.inflight_name(params.get("release", step["release"]), params.get("apis"))
-    return os.path.join(params["run_dir"], "records", name)
+    return run_layout.inflight_path(params["run_dir"], params.get("release", step["release"]), params.get("apis"))
 
 
 def record_dead_kernel(step: dict, exc: BaseException, death: int, timed_out: float | None = None) -> bool:

@@ -22,14 +22,14 @@ from kit.common.record_schema import now, verdict_counts
 from kit.envs import kernelspecs
 from kit.envs.manager import EnvManager
 from kit.execute import reaper
-from kit.execute.executors import executor_class, get_executor
+from kit.execute.executors import Executor, executor_class, get_executor
 from kit.execute.progress import PROGRESS_DIR, LiveProgress
 from kit.execute.steps import Step, StepResult
 from kit.home import KitHome
 from kit.orchestrate.plan import plan, runtime_entries, unchecked, unusable, waves
 from kit.orchestrate.request import RunRequest, check_environments, check_writable, store_space_warning, validate
 from kit.results import reports
-from kit.results.records import classify, load_allow_list, load_records
+from kit.results.records import load_records, load_run
 from kit.results.reports import skipped_line, step_cause
 from kit.results.runs import LATEST, Run, new_run_id, runs_dir
 from kit.results.signatures import Group
@@ -68,12 +68,12 @@ class Execution:
         self.live = LiveProgress(None, self.on_event, stream=sys.stdout, enabled=self.progress_line)
         self.on_event = self.live.echo  # lines print above the live ones
 
-    def executor_for(self, req: RunRequest, run: Run):
+    def executor_for(self, req: RunRequest, run: Run) -> Executor:
         """The executor, reached now (an unreachable cluster fails before any work)."""
         return get_executor(
             self.executor,
             jobs=self.jobs,
-            store=req.store,
+            store_location=req.store,
             home=self.home,
             run=run,
             on_event=self.on_event,
@@ -85,6 +85,7 @@ class Execution:
 def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunOutcome:
     """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster)."""
     how = Execution(**options)
+    req = req.normalized()
     validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
     root = how.runs_root or runs_dir()
     run = Run(root, run_id or new_run_id(root))
@@ -97,7 +98,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         )
     runner = how.executor_for(req, run)
     if req.reload_only:
-        req.from_store(runner.holdings(), req.store or "in the kit home")
+        req = req.with_stored_releases(runner.holdings(), req.store or "in the kit home")
         how.on_event(f"reloading what the store holds of {len(req.save)} release(s): {', '.join(req.save)}")
     _check_here(req, runner, how)
     store = _working_copy(req, how.home)
@@ -110,7 +111,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
     try:
         _end_strays(how)
         runtimes = runtime_entries(req, EnvManager(how.home))
-        steps = plan(req, run, store, unusable(runtimes))
+        steps = plan(req, run, store, unusable(runtimes), home=how.home)
         skipped = unchecked(req, runtimes)
         for entry in skipped:
             how.on_event(f"not checked: {skipped_line(entry)}")
@@ -141,7 +142,7 @@ def _end_strays(how: Execution) -> None:
         how.on_event(line)
 
 
-def _check_here(req: RunRequest, runner, how: Execution) -> None:
+def _check_here(req: RunRequest, runner: Executor, how: Execution) -> None:
     """This machine has what its steps need: environments for the loading releases and for the saving
     releases whose artifacts the store lacks (a remote executor's workers build their own)."""
     if not how.remote:
@@ -174,12 +175,13 @@ def resume(run_id: str, *, limits: dict | None = None, **options) -> RunOutcome:
         req = _request_of(run, manifest)
         if limits:
             req.limits = limits
+        req = req.normalized()
         validate(req, EnvManager(how.home), local_envs=False)
         runner = how.executor_for(req, run)
         _check_here(req, runner, how)
         store = _working_copy(req, how.home)
         runtimes = manifest.get("runtimes") if isinstance(manifest.get("runtimes"), list) else []
-        _replan(manifest, req, plan(req, run, store, unusable(runtimes)), store, how.on_event)
+        _replan(manifest, req, plan(req, run, store, unusable(runtimes), home=how.home), store, how.on_event)
         manifest["executor"] = how.executor
         done = [i for i in manifest["order"] if manifest["steps"][i]["status"] in FINISHED]
         how.on_event(f"resuming run {run_id}: {len(done)} of {len(manifest['order'])} steps already finished")
@@ -253,15 +255,14 @@ class _Progress:
             self.on_event("    cause: " + step_cause(entry))
 
 
-def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution) -> RunOutcome:
+def _execute(run: Run, manifest: dict, req: RunRequest, executor: Executor, how: Execution) -> RunOutcome:
     kernelspecs.ensure_host_kernel(how.home)
-    steps = [
-        Step(**{k: v for k, v in manifest["steps"][i].items() if k in Step.__dataclass_fields__})
-        for i in manifest["order"]
-    ]
+    steps = [Step.from_manifest_entry(manifest["steps"][i]) for i in manifest["order"]]
     how.live.directory = run.dir / PROGRESS_DIR
     progress = _Progress(run, manifest, how.on_event, how.live)
-    here = executor if not how.remote else get_executor("local", jobs=1, store=req.store, home=how.home, run=run)
+    here = executor
+    if how.remote:  # host-only steps (the summary) run on this machine
+        here = get_executor("local", jobs=1, store_location=req.store, home=how.home, run=run)
     started = time.monotonic()
     models, apis = (req.models or None, req.apis or None) if req.reload_only else req.stored_scope
     models = [split_pin(m)[0] for m in models] if models else None
@@ -277,9 +278,7 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor, how: Execution
     executor.start([s.kernel for todo in todos for s in todo if not (how.remote and s.runs_on_host)])
     host_ids = {s.id for todo in todos for s in todo if s.runs_on_host}
     batched = [s for todo in todos for s in todo if not s.runs_on_host]
-    if getattr(executor, "follows_dependencies", False) and not any(
-        host_ids.intersection(s.depends_on) for s in batched
-    ):
+    if executor.follows_dependencies and not any(host_ids.intersection(s.depends_on) for s in batched):
         # one batch for the executor (a release's reload starts as soon as it can), then the summary here
         todos = [batched, [s for todo in todos for s in todo if s.runs_on_host]]
     try:
@@ -316,8 +315,8 @@ def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
 
 
 def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
-    records = load_records(run.dir)
-    split = classify(records, load_allow_list(req.allow_list), strict_runtimes=req.strict_runtimes)
+    """The run's reports from its records, split by the request ``manifest`` holds (``req``'s)."""
+    _, records, split = load_run(run.dir, manifest)
     failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]
     code = reports.exit_code(manifest, split)
     groups = reports.write_all(run.dir, records, split, manifest, code)
