@@ -1,4 +1,4 @@
-"""Where the kit keeps its own state: environments, kernels, logs.
+"""Where the kit keeps its own state: environments, kernels, logs, the default store.
 
 Default ``.kit/`` at the repository root; ``MXCOMPAT_HOME`` moves it.
 """
@@ -38,6 +38,11 @@ class KitHome:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def store(self) -> Path:
+        """The default artifact store: where artifacts go when no store location is named."""
+        return self.root / "store"
 
     def env_dir(self, name: str) -> Path:
         """The folder of environment ``name``: always a direct child of :attr:`envs` (``..``, ``""``, an absolute

@@ -6,8 +6,9 @@ import pytest
 
 from kit.common import cell_selection
 from kit.common.errors import UsageError
+from kit.home import KitHome
 from kit.orchestrate.plan import plan
-from kit.orchestrate.request import RunRequest, _narrow_to_cells
+from kit.orchestrate.request import RunRequest, _cell_pairs
 from kit.results.runs import Run
 
 CHECKER = ["mlp:module_checkpoint", "lenet:save_params", "lenet:export", "lstm:save_parameters"]
@@ -15,8 +16,8 @@ CHECKER = ["mlp:module_checkpoint", "lenet:save_params", "lenet:export", "lstm:s
 
 def _narrowed(**kw) -> RunRequest:
     req = RunRequest(save=["1.4.1"], load=["1.9.1"], **kw)
-    _narrow_to_cells(req)
-    return req
+    cells, models, apis = _cell_pairs(req.cells, req.models, req.apis)
+    return RunRequest(save=["1.4.1"], load=["1.9.1"], cells=cells, models=models, apis=apis)
 
 
 def test_the_checkers_four_cases_are_exactly_four_pairs():
@@ -80,11 +81,16 @@ def test_the_kernels_match_what_the_host_expanded():
 def test_the_plan_passes_the_cells_to_train_and_reload(tmp_path):
     req = _narrowed(cells=list(CHECKER))
     run = Run(tmp_path / "runs", "r1")
-    steps = {s.id: s for s in plan(req, run, tmp_path / "store")}
+    steps = {s.id: s for s in plan(req, run, tmp_path / "store", home=KitHome(tmp_path / "home"))}
     assert steps["train:1.4.1"].parameters["cells"] == [f"{m}:{a}" for m, a in req.saved_cells()]
     assert steps["reload:1.9.1"].parameters["cells"] == req.cells
-    # without --cells the notebooks get no such parameter (their default: every cell)
-    plain = plan(RunRequest(save=["1.4.1"], load=["1.9.1"]), Run(tmp_path / "runs", "r2"), tmp_path / "store")
-    assert all("cells" not in s.parameters and "epochs" not in s.parameters for s in plain)
-    quick = plan(RunRequest(save=["1.4.1"], load=["1.9.1"], epochs=1), Run(tmp_path / "runs", "r3"), tmp_path / "s")
-    assert quick[0].parameters["epochs"] == 1 and "epochs" not in quick[1].parameters
+    # without --cells the notebooks get their default: every cell; without --epochs, each model's own (0)
+    home = KitHome(tmp_path / "home")
+    plain = plan(
+        RunRequest(save=["1.4.1"], load=["1.9.1"]), Run(tmp_path / "runs", "r2"), tmp_path / "store", home=home
+    )
+    assert [s.parameters["cells"] for s in plain[:2]] == [[], []] and plain[0].parameters["epochs"] == 0
+    quick = plan(
+        RunRequest(save=["1.4.1"], load=["1.9.1"], epochs=1), Run(tmp_path / "runs", "r3"), tmp_path / "s", home=home
+    )
+    assert quick[0].parameters["epochs"] == 1 and "epochs" not in quick[1].parameters  # reload trains nothing

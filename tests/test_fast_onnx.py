@@ -48,10 +48,11 @@ def test_the_runtime_has_no_mxnet_no_kernel_and_only_its_own_requirements():
 
 
 def test_the_plan_runs_the_onnx_step_on_the_exporters_kernel(tmp_path, monkeypatch):
-    monkeypatch.setenv("MXCOMPAT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MXCOMPAT_HOME", str(tmp_path / "elsewhere"))  # the caller's home, not the default one
     run = Run(tmp_path / "runs", "r1")
     req = RunRequest(save=["1.4.1", "1.9.1", "2.0.0b1"], load=["onnx-1.9.1", "2.0.0b1"], apis=["export"])
-    steps = {s.id: s for s in plan(req, run, tmp_path / "store")}
+    home = KitHome(tmp_path / "home")
+    steps = {s.id: s for s in plan(req, run, tmp_path / "store", home=home)}
     step = steps["reload:onnx-1.9.1"]
     assert step.kernel == "mxnet-onnx-1.9.1" and step.release == "onnx-1.9.1"
     assert step.parameters["release"] == "1.9.1" and step.parameters["apis"] == ["onnx"]
@@ -60,17 +61,18 @@ def test_the_plan_runs_the_onnx_step_on_the_exporters_kernel(tmp_path, monkeypat
     assert step.depends_on == ["train:1.4.1", "train:1.9.1"]
     assert steps["reload:2.0.0b1"].parameters["apis"] == ["export"]
     req = RunRequest(save=["1.9.1", "2.0.0b1"], load=["onnx-1.9.1"], forward=True)
-    step = {s.id: s for s in plan(req, run, tmp_path / "store")}["reload:onnx-1.9.1"]
+    step = {s.id: s for s in plan(req, run, tmp_path / "store", home=home)}["reload:onnx-1.9.1"]
     assert step.parameters["saved_with"] == ["1.9.1"]  # --forward is the MXNet matrix's: no newer exports
 
 
 def test_onnx_with_no_api_that_saves_a_graph_is_refused_before_any_work(tmp_path):
     req = RunRequest(save=["1.9.1"], load=["onnx"], apis=["save_parameters"])
     with pytest.raises(UsageError, match="--load onnx exports graphs"):
-        validate(req, EnvManager(KitHome(tmp_path)), local_envs=False)
-    req = RunRequest(save=["1.9.1"], load=["onnx", "1.9.1"], apis=["export"])
+        validate(req.normalized(), EnvManager(KitHome(tmp_path)), local_envs=False)
+    asked = RunRequest(save=["1.9.1"], load=["onnx", "1.9.1"], apis=["export"])
+    req = asked.normalized()
     validate(req, EnvManager(KitHome(tmp_path)), local_envs=False)
-    assert req.load == ["onnx-1.9.1", "1.9.1"]
+    assert req.load == ["onnx-1.9.1", "1.9.1"] and asked.load == ["onnx", "1.9.1"]
 
 
 def test_the_onnx_steps_inflight_marker_is_its_own():

@@ -17,7 +17,7 @@ from kit.results.runs import Run
 
 def _plan(tmp_path, **req):
     run = Run(tmp_path / "runs", "r1")
-    return run, plan(RunRequest(**req), run, tmp_path / "store")
+    return run, plan(RunRequest(**req), run, tmp_path / "store", home=KitHome(tmp_path / "home"))
 
 
 def test_train_per_saving_release_reload_per_loading_release_then_the_summary(tmp_path):
@@ -38,7 +38,10 @@ def test_train_per_saving_release_reload_per_loading_release_then_the_summary(tm
         "models": ["mlp"],
         "apis": ["export", "save_parameters", "save_params", "module_checkpoint"],
         "store": str(tmp_path / "store"),
+        "seed": 0,
+        "epochs": 0,
         "retrain": False,
+        "cells": [],
         "saved_by": f"{run.id}/train:1.9.1",  # the manifests name it: its notebook is kept with them
     }
     assert by_id["summary"].runs_on_host and not train.runs_on_host
@@ -105,7 +108,7 @@ def test_the_local_executor_holds_what_its_store_holds_and_the_request_says_whic
         for api in apis:
             (store / release / "mlp" / api).mkdir(parents=True)
             (store / release / "mlp" / api / "manifest.json").write_text("{}")
-    executor = LocalExecutor(store=str(store), home=KitHome(tmp_path / "home"))
+    executor = LocalExecutor(store_location=str(store), home=KitHome(tmp_path / "home"))
     held = executor.holdings()
     assert held == {("1.4.1", "mlp", "export"), ("1.4.1", "mlp", "save_params"), ("1.9.1", "mlp", "export")}
     req = RunRequest(save=["1.4.1", "1.9.1", "2.0.0b1"], load=["1.9.1"], models=["mlp"], apis=["export", "save_params"])
@@ -113,12 +116,12 @@ def test_the_local_executor_holds_what_its_store_holds_and_the_request_says_whic
     assert [r for r in req.save if req.needs_training(r, {"1.4.1"})] == ["1.9.1", "2.0.0b1"]
     req.retrain = True
     assert req.needs_training("1.4.1", {"1.4.1"})
-    req = RunRequest(save=[], load=["1.9.1"], apis=["export"], reload_only=True)
-    req.from_store(held, str(store))
-    assert req.save == ["1.4.1", "1.9.1"] and req.held_releases(set()) == {"1.4.1", "1.9.1"}
+    asked = RunRequest(save=[], load=["1.9.1"], apis=["export"], reload_only=True)
+    req = asked.with_stored_releases(held, str(store))
+    assert asked.save == [] and req.save == ["1.4.1", "1.9.1"] and req.held_releases(set()) == {"1.4.1", "1.9.1"}
     assert not req.needs_training("1.4.1", set())
     with pytest.raises(UsageError, match="holds no artifacts of the models and APIs asked for"):
-        RunRequest(save=[], load=["1.9.1"], models=["lenet"], reload_only=True).from_store(held, str(store))
+        RunRequest(save=[], load=["1.9.1"], models=["lenet"], reload_only=True).with_stored_releases(held, str(store))
     assert executor.run([], lambda r: None) == []
 
 

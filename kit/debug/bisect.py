@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kit.common import artifacts
+from kit.common import artifacts, run_layout
 from kit.common.capabilities import APIS, MODEL_NAMES
 from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PASSING, UNSUPPORTED
 from kit.common.versions import is_runtime, release_key, release_of
 from kit.envs import releases, runtimes
 from kit.envs.manager import EnvManager
+from kit.execute import notebook_parameters
 from kit.execute.steps import execute_step
 from kit.home import KitHome
 from kit.orchestrate.plan import release_step
@@ -92,7 +92,7 @@ def bisect(
     if len(span) < 2:
         raise UsageError("--good and --bad must be two different releases")
     saved_with = check_release(saved_with or good)
-    store_dir = Path(store).expanduser().resolve() if store else home.root / "store"
+    store_dir = Path(store).expanduser().resolve() if store else home.store
     run = Run(runs_root or runs_dir(), run_id or f"bisect-{new_run_id()}")
     if run.exists():
         raise UsageError(f"run {run.id} already exists")
@@ -114,14 +114,14 @@ def bisect(
         manager = EnvManager(home)
         result = BisectResult(run.dir, span)
         _ensure_env(manager, saved_with, allow_fallback, on_event)
-        if not (store_dir / saved_with / model / api / "manifest.json").is_file():
+        if not (Path(artifacts.artifact_dir(store_dir, saved_with, model, api)) / artifacts.MANIFEST).is_file():
             on_event(f"training {model}/{api} in {saved_with} first")
             _step(
                 run,
                 home,
                 "train",
                 saved_with,
-                {"release": saved_with, "models": [model], "apis": [api], "store": str(store_dir)},
+                notebook_parameters.train(release=saved_with, store=store_dir, models=[model], apis=[api]),
             )
 
         def probe(release: str) -> str:
@@ -131,18 +131,18 @@ def bisect(
                 home,
                 "reload",
                 release,
-                {
-                    "release": release,
-                    "store": str(store_dir),
-                    "saved_with": [saved_with],
-                    "models": [model],
-                    "apis": [api],
-                    "run_dir": str(run.dir),
-                    "forward": True,
-                },
+                notebook_parameters.reload(
+                    release=release,
+                    store=store_dir,
+                    run_dir=run.dir,
+                    saved_with=[saved_with],
+                    models=[model],
+                    apis=[api],
+                    forward=True,
+                ),
             )
-            record = run.dir / "records" / artifacts.record_name(saved_with, model, api, release)
-            verdict = json.loads(record.read_text())["verdict"]
+            record = run_layout.record_path(run.dir, saved_with, model, api, release)
+            verdict = artifacts.read_json(record)["verdict"]
             result.probes.append((release, verdict))
             on_event(f"[{len(result.probes)}] {release}: {verdict}")
             return verdict

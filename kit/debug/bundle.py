@@ -6,16 +6,17 @@ import json
 import zipfile
 from pathlib import Path
 
+from kit.common import artifacts
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
 from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
 from kit.common.names import is_safe_name
 from kit.common.verdicts import PARAMS_AS_SAVED
-from kit.debug.run_files import cell_artifact, read_record, run_store
+from kit.debug.run_files import cell_artifact, read_record, record_path, run_store
 from kit.results.cells import Cell
 from kit.results.markdown import md_code, md_fence, md_text
 from kit.results.reports import reproduce_command
-from kit.results.runs import Run, runs_dir
+from kit.results.runs import Run, executed_notebook, runs_dir
 
 
 def _fmt(x) -> str:
@@ -158,7 +159,7 @@ def _train_notebook(run: Run, artifact: Path, release: str) -> Path | None:
     kept = artifact / TRAIN_NOTEBOOK
     if kept.is_file():
         return kept
-    own = run.dir / "train" / f"mxnet-{release}.ipynb"
+    own = run.dir / executed_notebook("train", release)
     return own if own.is_file() else None
 
 
@@ -193,7 +194,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     exported = sorted((run.dir / ONNX_API / cell.saved / cell.model / source_api).glob("*.onnx"))
     notebooks = [
         ("train", f"mxnet-{cell.saved}", _train_notebook(run, artifact, cell.saved)),
-        ("reload", f"mxnet-{loaded_env}", run.dir / "reload" / f"mxnet-{loaded_env}.ipynb"),
+        ("reload", f"mxnet-{loaded_env}", run.dir / executed_notebook("reload", loaded_env)),
         ("investigate", cell.slug, run.dir / "investigate" / f"{cell.slug}.ipynb"),
     ]
     out = Path(out) if out else run.dir / "bundles" / f"{cell.slug}.zip"
@@ -204,7 +205,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(f"{root}/README.md", markdown(cell, record, manifest, investigation, _made_by(notebooks[0][2])))
-        z.write(run.dir / "records" / f"{cell.slug}.json", f"{root}/record.json")
+        z.write(record_path(run, cell), f"{root}/record.json")
         z.writestr(
             f"{root}/fingerprints.json",
             json.dumps(
@@ -256,9 +257,9 @@ def make_run_bundle(run_id: str, *, runs_root: str | Path | None = None, out: st
             if kept and path.is_file() and not path.is_symlink():
                 z.write(path, f"{root}/{rel.as_posix()}")
         for saved, model, api in checked:
-            folder = store / saved / model / api
+            folder = Path(artifacts.artifact_dir(store, saved, model, api))
             for name in (MANIFEST, TRAIN_NOTEBOOK):
                 if (folder / name).is_file():
-                    z.write(folder / name, f"{root}/store/{saved}/{model}/{api}/{name}")
+                    z.write(folder / name, f"{root}/store/{folder.relative_to(store).as_posix()}/{name}")
     tmp.replace(out)
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.common import artifacts
+from kit.common import artifacts, run_layout
 from kit.common.capabilities import LOAD_APIS
 from kit.common.errors import UsageError
 from kit.home import KitHome
@@ -36,9 +36,14 @@ def cell_artifact(store: Path, cell: Cell, api: str | None = None) -> Path:
     return Path(artifacts.artifact_dir(str(store), cell.saved, cell.model, api))
 
 
+def record_path(run: Run, cell: Cell) -> Path:
+    """Where ``cell``'s record in ``run`` lies (it may not exist)."""
+    return Path(run_layout.record_path(run.dir, cell.saved, cell.model, cell.api, cell.loaded, cell.archived))
+
+
 def read_record(run: Run, cell: Cell) -> dict:
     """``cell``'s record in ``run`` (a JSON object, or a usage error that says what is wrong with it)."""
-    path = run.dir / "records" / f"{cell.slug}.json"
+    path = record_path(run, cell)
     if not path.is_file():
         raise UsageError(f"run {run.id} has no record of {cell}", hint=f"cells are listed in {run.dir}/records.csv")
     return records.read_record(path, UsageError)

@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from kit.common import artifacts
+from kit.common import artifacts, run_layout
 from kit.common.capabilities import FOREIGN_API as API
 from kit.common.capabilities import MODEL_NAMES, ONNX_API
 from kit.common.errors import UsageError
@@ -95,7 +95,7 @@ def prepare(
         if path and not Path(path).is_file():
             raise UsageError(f"file not found: {path}")
     env = EnvManager(home).ready_env(reference)
-    final = store / reference / name / API
+    final = Path(artifacts.artifact_dir(store, reference, name, API))
     staged = Path(artifacts.staging_dir(str(final)))
     try:
         shutil.copyfile(sym_file, staged / "model-symbol.json")
@@ -129,7 +129,8 @@ def keep_onnx(run_dir: Path, model: str, prefix: str) -> list[str]:
     where only a remedy exports it) and ``PREFIX.onnx.json`` (its record: verdict, max abs, opset, versions);
     the lines that say what was written."""
     lines = []
-    for path in sorted((Path(run_dir) / "records").glob(f"*__{model}__{ONNX_API}__*.json")):
+    records = Path(run_layout.records_dir(run_dir))
+    for path in sorted(records.glob(artifacts.record_name("*", model, ONNX_API, "*"))):  # every release's
         rec = json.loads(path.read_text())
         target = Path(f"{prefix}.onnx")
         record = Path(f"{prefix}.onnx.json")

@@ -9,26 +9,28 @@ from kit.common.errors import KitError, UsageError
 from kit.common.versions import direction, is_runtime
 from kit.envs import kernelspecs, onnx_path, runtime_remedies, runtimes
 from kit.envs.manager import EnvManager
+from kit.execute import notebook_parameters
 from kit.execute.notebooks import NOTEBOOKS
 from kit.execute.progress import progress_path
 from kit.execute.steps import Step
 from kit.home import KitHome
 from kit.orchestrate.request import RunRequest
-from kit.results.runs import Run
+from kit.results.runs import SUMMARY_NOTEBOOK, Run, executed_notebook
 
 
 def release_step(
     kind: str, release: str, run: Run, parameters: dict, depends_on: list[str] = (), limits: dict | None = None
 ) -> Step:
-    """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel."""
+    """The step that runs ``<kind>.ipynb`` on release ``release``'s kernel with ``parameters`` (the notebook's,
+    from :mod:`kit.execute.notebook_parameters`)."""
     return Step(
         id=f"{kind}:{release}",
         kind=kind,
         release=release,
         notebook=str(NOTEBOOKS / f"{kind}.ipynb"),
-        output=str(run.dir / kind / f"mxnet-{release}.ipynb"),
+        output=str(run.dir / executed_notebook(kind, release)),
         kernel=kernelspecs.kernel_name(release),
-        parameters={"release": release, **parameters},
+        parameters=parameters,
         depends_on=list(depends_on),
         progress=progress_path(run.dir, f"{kind}:{release}"),
         limits=dict(limits or {}),
@@ -98,20 +100,31 @@ def unchecked(req: RunRequest, entries: list[dict] = ()) -> list[dict]:
     ]
 
 
-def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset()) -> list[Step]:
+def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset(), *, home: KitHome) -> list[Step]:
     """The steps of ``req``, each naming the steps whose outputs it reads (``depends_on``).
 
     ``store`` is the folder kernels read and write (an S3 store's working copy); ``skip``, runtimes that run
-    no step (:func:`unusable`).
+    no step (:func:`unusable`); ``home``, the kit home whose ONNX Runtime environment an ONNX step runs.
     """
     models, apis = req.scope
-    train = {"models": models, "apis": apis, "store": str(store), "retrain": req.retrain}
-    if req.cells:  # the notebooks' default (every cell); old runs' manifests have no such parameter
-        train["cells"] = [f"{m}:{a}" for m, a in req.saved_cells()]
-    if req.epochs:
-        train["epochs"] = req.epochs
+    cells = [f"{m}:{a}" for m, a in req.saved_cells()] if req.cells else []
     steps = [
-        release_step("train", release, run, dict(train, saved_by=f"{run.id}/train:{release}"), limits=req.limits)
+        release_step(
+            "train",
+            release,
+            run,
+            notebook_parameters.train(
+                release=release,
+                store=store,
+                models=models,
+                apis=apis,
+                epochs=req.epochs,
+                retrain=req.retrain,
+                cells=cells,
+                saved_by=f"{run.id}/train:{release}",
+            ),
+            limits=req.limits,
+        )
         for release in ([] if req.reload_only else req.save)
         if release not in skip
     ]
@@ -123,23 +136,20 @@ def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset()) -
         sources = [s for s in _sources(req, release) if s not in skip]
         if not sources:
             continue
-        parameters = {
-            "store": str(store),
-            "saved_with": sources,
-            "models": models,
-            "apis": apis,
-            "run_dir": str(run.dir),
-            "tolerance": req.tolerance,
-            "forward": req.forward,
-        }
-        if req.versions != "current":  # the notebook's default; old runs' manifests have no such parameter
-            parameters["versions"] = req.versions
-        if req.cells:
-            parameters["cells"] = req.cells
-        exporter = onnx_path.exporter_of(release)
-        if exporter:  # the exporter's kernel exports; ONNX Runtime, in its own environment, runs
-            runtime = KitHome().env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python"
-            parameters.update(release=exporter, apis=[ONNX_API], onnx_runtime=str(runtime))
+        exporter = onnx_path.exporter_of(release)  # its kernel exports; ONNX Runtime, in its own environment, runs
+        parameters = notebook_parameters.reload(
+            release=exporter or release,
+            store=store,
+            run_dir=run.dir,
+            saved_with=sources,
+            models=models,
+            apis=[ONNX_API] if exporter else apis,
+            tolerance=req.tolerance,
+            forward=req.forward,
+            versions=req.versions,
+            cells=req.cells,
+            onnx_runtime=home.env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python" if exporter else None,
+        )
         trained = [f"train:{s}" for s in sources if not req.reload_only]
         steps.append(release_step("reload", release, run, parameters, trained, req.limits))
     if not any(s.kind == "reload" for s in steps):
@@ -153,9 +163,9 @@ def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset()) -
             kind="summary",
             release=None,
             notebook=str(NOTEBOOKS / "summary.ipynb"),
-            output=str(run.dir / "summary.ipynb"),
+            output=str(run.dir / SUMMARY_NOTEBOOK),
             kernel=kernelspecs.HOST_KERNEL,
-            parameters={"run_dir": str(run.dir)},
+            parameters=notebook_parameters.summary(run_dir=run.dir),
             depends_on=[s.id for s in steps],
             progress=progress_path(run.dir, "summary"),
             limits=dict(req.limits),

@@ -1,4 +1,5 @@
-"""Reading a run's records on the host, and what they mean for the run's exit code."""
+"""Loading a run on the host (its manifest, its records and their split), and what the records mean for the
+run's exit code."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ import fnmatch
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
-from kit.common import artifacts
+from kit.common import artifacts, run_layout
 from kit.common.capabilities import ONNX_DIRECTION
 from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import cell_id
 from kit.common.verdicts import FAILING, IDENTICAL, SEVERITY, UNSUPPORTED
 from kit.common.versions import RUNTIME_DIRECTION
+from kit.results.runs import RUN_MANIFEST, Run, read_manifest
 
 
 def load_records(run_dir: str | Path) -> list[dict]:
     """Every record of a run, sorted by (saved, model, api, loaded)."""
-    folder = os.path.join(str(run_dir), "records")
+    folder = run_layout.records_dir(run_dir)
     try:  # plain names and paths: a summary of 1,000 records spent a third of its loading in pathlib
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith("."))
     except FileNotFoundError:
@@ -46,20 +49,35 @@ def read_record(path: str | Path, error=KitError) -> dict:
     return rec
 
 
-def load_finished(run) -> tuple[dict, list[dict], dict]:
-    """A finished run's manifest, records and their split by its own allow-list (``classify``);
-    a usage error for a missing or unfinished run."""
+class LoadedRun(NamedTuple):
+    """A run as the reports read it: its manifest (``run.json``), its records and their split by the run's own
+    allow-list and ``--strict-runtimes`` (:func:`classify`)."""
+
+    manifest: dict
+    records: list[dict]
+    split: dict
+
+
+def load_run(run_dir: str | Path, manifest: dict | None = None) -> LoadedRun:
+    """The run in ``run_dir``, the one way a run is loaded; ``manifest``: the run's own, as the matrix holds it
+    while the run is still writing it (else ``run.json`` is read)."""
+    manifest = read_manifest(run_dir) if manifest is None else manifest
+    request = manifest.get("request")
+    if not isinstance(request, dict):
+        raise UsageError(f"{Path(run_dir) / RUN_MANIFEST} holds no request")
+    records = load_records(run_dir)
+    allow = load_allow_list(request.get("allow_list"))
+    return LoadedRun(manifest, records, classify(records, allow, strict_runtimes=request.get("strict_runtimes")))
+
+
+def load_finished(run: Run) -> LoadedRun:
+    """A finished run (:func:`load_run`); a usage error for a missing or unfinished run."""
     if not run.exists():
         raise UsageError(f"no run {run.id} in {run.dir.parent}")
     manifest = run.read_manifest()
     if "exit_code" not in manifest:
         raise UsageError(f"run {run.id} has not finished", hint=f"finish it: mxcompat run --resume {run.id}")
-    records = load_records(run.dir)
-    request = manifest["request"]
-    split = classify(
-        records, load_allow_list(request.get("allow_list")), strict_runtimes=request.get("strict_runtimes")
-    )
-    return manifest, records, split
+    return load_run(run.dir, manifest)
 
 
 def is_failure(rec: dict, strict_runtimes: bool = False) -> bool:

@@ -17,6 +17,7 @@ from kit.envs import runtime_remedies
 from kit.results import leaving, migration, runtime_report, signatures
 from kit.results.markdown import md_code, md_fence, md_link, md_text
 from kit.results.records import is_failure
+from kit.results.runs import SUMMARY_NOTEBOOK, executed_notebook
 from kit.results.signatures import Group
 
 COLUMNS = [
@@ -66,7 +67,7 @@ def exit_code(manifest: dict, split: dict) -> int:
 
 def notebook_in_run(rec: dict) -> str:
     """The executed notebook that produced a record, relative to the run folder (a link that opens from there)."""
-    return f"reload/mxnet-{rec['loaded_with']}.ipynb"
+    return executed_notebook("reload", rec["loaded_with"])
 
 
 def notebook_of(run_dir: Path, rec: dict) -> str:
@@ -453,7 +454,7 @@ def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, e
     write_csv(run_dir / "records.csv", rows)
     write_junit(run_dir / "junit.xml", rows, records, manifest)
     write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records, groups)
-    summary = run_dir / "summary.ipynb"
+    summary = run_dir / SUMMARY_NOTEBOOK
     if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
         write_html(summary, run_dir / "summary.html")
     return groups

@@ -15,6 +15,26 @@ from kit.home import REPO_ROOT
 
 RUN_MANIFEST = "run.json"
 LATEST = "latest"  # runs/latest: a link to the newest run's folder
+SUMMARY_NOTEBOOK = "summary.ipynb"  # the executed summary notebook, at the top of the run folder
+
+
+def executed_notebook(kind: str, release: str) -> str:
+    """Where a release step's executed notebook lies, relative to its run folder: ``<kind>/mxnet-<release>.ipynb``
+    (a link that opens from the run folder, and the path under it)."""
+    return f"{kind}/mxnet-{release}.ipynb"
+
+
+def read_manifest(run_dir: str | Path) -> dict:
+    """The run manifest (``run.json``) of the run folder ``run_dir``: a JSON object, or a usage error saying why
+    not."""
+    name = Path(run_dir).name
+    try:
+        manifest = json.loads((Path(run_dir) / RUN_MANIFEST).read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise UsageError(f"run {name} has no readable {RUN_MANIFEST}: {e or type(e).__name__}") from None
+    if not isinstance(manifest, dict):
+        raise UsageError(f"run {name}'s {RUN_MANIFEST} is not a JSON object")
+    return manifest
 
 
 def runs_dir() -> Path:
@@ -91,13 +111,7 @@ class Run:
         os.replace(tmp, link)
 
     def read_manifest(self) -> dict:
-        try:
-            manifest = json.loads(self.manifest_path.read_text())
-        except (OSError, ValueError, RecursionError) as e:
-            raise UsageError(f"run {self.id} has no readable {RUN_MANIFEST}: {e or type(e).__name__}") from None
-        if not isinstance(manifest, dict):
-            raise UsageError(f"run {self.id}'s {RUN_MANIFEST} is not a JSON object")
-        return manifest
+        return read_manifest(self.dir)
 
     def sweep_partial_writes(self) -> list[Path]:
         """Remove the temporary files (``NAME.tmp-PID``) of writers that died mid-write; returns them.

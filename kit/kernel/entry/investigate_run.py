@@ -8,7 +8,7 @@ layer-by-layer comparison under the remedy that works.
 
 import os
 
-from kit.common import artifacts
+from kit.common import artifacts, tolerance
 from kit.common.errors import KitError
 from kit.kernel.entry.train_run import check_kernel
 from kit.kernel.investigate.failure import (
@@ -43,6 +43,7 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
     (``compared_under``). ``message`` says all of it in a few lines.
     """
     check_kernel(release)
+    tolerance.validate(tolerance_overrides)
     folder = artifacts.artifact_dir(store, saved_with, model, api)
     try:
         manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))

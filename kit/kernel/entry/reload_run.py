@@ -6,7 +6,7 @@ import sys
 import time
 import traceback
 
-from kit.common import artifacts, cell_selection, record_schema, tolerance, verdicts
+from kit.common import artifacts, cell_selection, record_schema, run_layout, tolerance, verdicts
 from kit.common.capabilities import (
     APIS,
     C_PREDICT_API,
@@ -281,8 +281,8 @@ class InFlight(object):
     host records that artifact as ``load-error``/``infer-error`` with "kernel died".
     """
 
-    def __init__(self, records_dir, release, saved, model, api, path, archived=None, apis=None):
-        self.path = os.path.join(records_dir, artifacts.inflight_name(release, apis))
+    def __init__(self, run_dir, release, saved, model, api, path, archived=None, apis=None):
+        self.path = run_layout.inflight_path(run_dir, release, apis)
         self.info = {
             "saved_with": saved,
             "model": model,
@@ -407,17 +407,16 @@ def reload_all(
             % (store, saved_with or "all", models or "all", apis or "all", cells or "all", forward),
             hint="run train.ipynb for the saving releases first, or widen the filters",
         )
-    records_dir = os.path.join(run_dir, "records")
-    os.makedirs(records_dir, exist_ok=True)
+    os.makedirs(run_layout.records_dir(run_dir), exist_ok=True)
     env = fingerprint(release)
     records = []
     for i, (saved, model, api, path, archived) in enumerate(todo):
-        record_path = os.path.join(records_dir, artifacts.record_name(saved, model, api, release, archived))
+        record_path = run_layout.record_path(run_dir, saved, model, api, release, archived)
         if skip_recorded and os.path.exists(record_path):
             records.append(artifacts.read_json(record_path))
             continue
         started = time.time()
-        with InFlight(records_dir, release, saved, model, api, path, archived, wanted) as inflight:
+        with InFlight(run_dir, release, saved, model, api, path, archived, wanted) as inflight:
             rec = check_artifact(
                 release, saved, model, api, path, tolerance_overrides, inflight.phase, archived, pinned.get(model)
             )

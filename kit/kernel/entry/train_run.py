@@ -44,7 +44,7 @@ def check_kernel(release):
         raise KitError(
             "this kernel runs MXNet %s, but release is %r%s"
             % (mx.__version__, release, "" if expected == release else " (which reports %s)" % expected),
-            hint="run the notebook on kernel mxnet-%s" % release,
+            hint="run the notebook on release %s's kernel (mxcompat env list names it)" % release,
         )
     mxapi.prepare_kernel()
 

@@ -229,12 +229,11 @@ def check_network_only(spec, release, folder, manifest, adapter, reference, over
     ``network_path`` (``module`` or ``symbol_block``: how the network alone ran, see :func:`runner`); and
     ``transforms``, the same form, of the graph's fused transforms (the cut node's output) against
     the eager ones. Loading or running failures give ``load-error``/``infer-error`` with ``reason``
-    and ``error``; a release that cannot build the model, ``unsupported``. Malformed tolerance
-    ``overrides`` raise ``ToleranceError``, as ``reload_run.reload_all`` does.
+    and ``error``; a release that cannot build the model, ``unsupported``. ``overrides`` come checked
+    (``reload_run.reload_all`` validates the notebook's tolerance once).
     """
     if spec is None or not getattr(spec, "fused_front", False):
         return None
-    tolerance.validate(overrides)
     model = manifest.get("model") or spec.name
     own = getattr(spec, "tolerance", None)
 
