@@ -64,6 +64,8 @@ def investigated(regressed_run, kit_home):
 def test_investigate_localizes_the_perturbed_layer(regressed_run, investigated):
     proc = investigated
     assert proc.returncode == 0, proc.stderr[-2000:]
+    for chatter in ("Kernel is running over TCP", "Loading symbol saved by previous version"):
+        assert chatter not in proc.stdout + proc.stderr  # the kernel's and MXNet's logs go to the step's log
     assert "first node past tolerance: #7 lenet_dense0_fwd (op FullyConnected" in proc.stdout
     assert "lenet_dense0_weight (values changed)" in proc.stdout
     slug = f"{OLDEST}__lenet__export__{NEWEST}"

@@ -159,6 +159,7 @@ def test_convert_writes_a_native_2_0_artifact_and_proves_it(migration_run, kit_h
         proc = run_cli("convert", "m2", "--cell", cell, "--runs-dir", str(migration_run["runs"]), home=kit_home)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         assert f"with {remedy}:" in proc.stdout and "reloaded natively in 2.0.0b1" in proc.stdout
+        assert "Loading symbol saved by previous version" not in proc.stdout + proc.stderr
         folder = migration_run["dir"] / "converted" / f"{NEWEST}__lstm__{api}__{GLUON2}"
         rec = json.loads((folder / "record.json").read_text())
         assert rec["verdict"] == "identical" and rec["native"] and rec["remedy"] is None

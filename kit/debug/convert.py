@@ -69,7 +69,8 @@ def convert_cell(
 
     Nothing but that one folder is written, and it is replaced only when it holds an earlier conversion (its
     :data:`OWNED` file says so): what else ``out`` holds stays, and a folder of someone else's is refused
-    before any work. The conversion is built beside it and moved in only when it succeeded.
+    before any work. The conversion is built beside it and moved in only when it succeeded. What MXNet prints
+    goes to ``RUN/logs/convert-<cell>.log`` (a failure names it and shows its tail).
     """
     home = home or KitHome()
     run = Run(runs_root or runs_dir(), run_id)
@@ -90,6 +91,8 @@ def convert_cell(
     folder = cell_artifact(run_store(run, home), cell, api)
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    log = run.dir / "logs" / f"convert-{cell.slug}.log"  # what MXNet prints: not the terminal
+    log.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(staged, ignore_errors=True)
     request = {
         "release": cell.loaded,
@@ -110,6 +113,7 @@ def convert_cell(
             request,
             what=f"converting {cell} in MXNet {cell.loaded}",
             cwd=env.path,
+            log=log,
         )
         (staged / OWNED).write_text(json.dumps({"cell": str(cell), "remedy": name, "run": run.id}) + "\n")
         _move_into_place(staged, target)

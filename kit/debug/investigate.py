@@ -4,6 +4,7 @@ A cell whose artifact does not load or run (a load or infer error) is investigat
 notebook says what failed and where, which remedies were tried (the run's record says) and compares layer
 by layer under the one that works. The investigation completing is exit 0 whatever it finds, as for a
 numeric regression; a notebook that itself breaks is a :class:`KitError` (exit 3) naming its executed copy.
+What the kernels and MXNet print goes to ``RUN/logs/investigate-<cell>.log``, its tail shown when it fails.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from pathlib import Path
 
 from papermill.exceptions import PapermillExecutionError
 
+from kit.common import artifacts
 from kit.common.capabilities import ONNX_API
 from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
-from kit.debug.run_files import cell_artifact, run_store
-from kit.envs import kernel_process, kernelspecs, limits
+from kit.debug.run_files import cell_artifact, record_path, run_store
+from kit.envs import kernel_process, limits
 from kit.envs.manager import EnvManager
+from kit.execute import kernel_log, notebook_parameters
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
 from kit.home import KitHome
 from kit.results.cells import Cell
@@ -44,21 +47,24 @@ def investigate_cell(
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
     store = run_store(run, home)
+    record = record_path(run, cell)
     if cell.api == ONNX_API:
         raise UsageError(
             f"{cell} is an ONNX cell: investigate compares MXNet's layers, and ONNX Runtime runs outside MXNet",
-            hint=f"its record ({run.dir}/records/{cell.slug}.json) names the exporter's error, the .onnx file and "
+            hint=f"its record ({record}) names the exporter's error, the .onnx file and "
             "the remedies tried; investigate the source artifact in an MXNet release: "
             f"--cell {cell.model}/export/{cell.saved}/{cell.loaded}",
         )
     artifact = cell_artifact(store, cell)
-    if not (artifact / "manifest.json").is_file():
+    if not (artifact / artifacts.MANIFEST).is_file():
         raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
     manager = EnvManager(home)
-    manager.ready_env(cell.loaded)
+    loading = manager.ready_env(cell.loaded)
     out_dir = run.dir / "investigate"
     out_dir.mkdir(parents=True, exist_ok=True)
     reference = ""
+    log = run.dir / "logs" / f"investigate-{cell.slug}.log"  # what the kernels and MXNet print: not the terminal
+    log.parent.mkdir(parents=True, exist_ok=True)
     if recompute:
         saving = manager.ready_env(cell.saved)
         reference = str(out_dir / f"{cell.slug}.reference.npz")
@@ -69,35 +75,45 @@ def investigate_cell(
             what=f"computing {cell.saved}'s internals",
             cwd=saving.path,
             timeout=600,
+            log=log,
         )
     notebook = out_dir / f"{cell.slug}.ipynb"
     out_json = out_dir / f"{cell.slug}.json"
     out_json.unlink(missing_ok=True)  # an earlier investigation's findings are not this one's
-    record = run.dir / "records" / f"{cell.slug}.json"
     try:
         run_notebook(
             NOTEBOOKS / "investigate.ipynb",
             notebook,
-            kernelspecs.kernel_name(cell.loaded),
-            {
-                "release": cell.loaded,
-                "store": str(store),
-                "model": cell.model,
-                "api": cell.api,
-                "saved_with": cell.saved,
-                "tolerance": tolerance or manifest["request"].get("tolerance") or {},
-                "reference": reference,
-                "record": str(record) if record.is_file() else "",
-                "out_json": str(out_json),
-            },
+            loading.kernel_name,
+            notebook_parameters.investigate(
+                release=cell.loaded,
+                store=store,
+                model=cell.model,
+                api=cell.api,
+                saved_with=cell.saved,
+                tolerance=tolerance or manifest["request"].get("tolerance"),
+                reference=reference,
+                record=record if record.is_file() else None,
+                out_json=out_json,
+            ),
             home=home,
             execution_timeout=int(limits.CELL_TIMEOUT),
+            log=log,
         )
     except PapermillExecutionError as e:
         raise KitError(
-            f"investigate.ipynb stopped in cell {e.cell_index} on kernel mxnet-{cell.loaded}: {e.ename}: "
+            f"investigate.ipynb stopped in cell {e.cell_index} on kernel {loading.kernel_name}: {e.ename}: "
             + (e.evalue.strip().splitlines() or [""])[0],
-            hint=f"the executed notebook shows the cell and its traceback: {notebook}",
+            hint=f"the executed notebook shows the cell and its traceback: {notebook}; the kernel's log: {log}",
+        ) from e
+    except KitError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the kernel died, did not start or ran past its time: its log says why
+        raise KitError(
+            f"investigate.ipynb did not complete on kernel {loading.kernel_name}: {type(e).__name__}: "
+            + (str(e).strip().splitlines() or [""])[0]
+            + "".join(f"\n  {line}" for line in kernel_log.tail(log).splitlines()),
+            hint=f"the kernel's log: {log}",
         ) from e
     return {"notebook": notebook, "json": out_json}
 

@@ -49,7 +49,9 @@ def run_kernel_main(
     with the program's own ``error`` and ``hint``, and :class:`KernelProgramError` when it crashed, gave no
     answer or ran past ``timeout`` seconds (then it and its children are killed). ``memory``: the
     address-space limit in bytes (default :func:`kit.envs.limits.kernel_memory`). ``log``: the command and
-    everything it printed are appended there. ``extra_env``: variables set for it on top of the kernels' rule.
+    everything it printed are appended there; what it prints never reaches the terminal, and a failure's error
+    names the log and shows the last lines printed. ``extra_env``: variables set for it on top of the kernels'
+    rule.
     """
     with tempfile.TemporaryDirectory(prefix="mxcompat-request-") as tmp:
         request_file = Path(tmp) / "request.json"
@@ -74,8 +76,8 @@ def run_kernel_main(
             out, err = proc.communicate()
             _log(log, argv, out, err, f"killed: no answer within {timeout:.0f}s")
             raise KernelProgramError(
-                f"{what}: no answer within {timeout:.0f}s; it was stopped",
-                hint=f"see {log}" if log else None,
+                f"{what}: no answer within {timeout:.0f}s; it was stopped" + _indented(_tail(out, err)),
+                hint=f"full log: {log}" if log else None,
             ) from None
     _log(log, argv, out, err, f"exit {proc.returncode} after {time.monotonic() - started:.1f}s")
     answers = [line[len(ANSWER) :] for line in out.splitlines() if line.startswith(ANSWER)]
@@ -86,12 +88,23 @@ def run_kernel_main(
     if proc.returncode == 0 and isinstance(answer, dict):
         return answer
     if proc.returncode in (EXIT_USAGE, EXIT_BROKEN) and isinstance(answer, dict) and "error" in answer:
-        cls = UsageError if proc.returncode == EXIT_USAGE else KitError
-        raise cls(answer["error"], hint=answer.get("hint"))
-    tail = "\n".join((err or out).strip().splitlines()[-8:]) or "no output"
+        if proc.returncode == EXIT_USAGE:  # the request was wrong: the program said why
+            raise UsageError(answer["error"], hint=answer.get("hint"))
+        hint = "\n".join(h for h in (answer.get("hint"), f"full log: {log}" if log else None) if h)
+        raise KitError(answer["error"], hint=hint or None)
     raise KernelProgramError(
-        f"{what} failed (exit {_exit_text(proc.returncode)}):\n{tail}", hint=f"full log: {log}" if log else None
+        f"{what} failed (exit {_exit_text(proc.returncode)}):\n{_tail(out, err) or 'no output'}",
+        hint=f"full log: {log}" if log else None,
     )
+
+
+def _tail(out: str | None, err: str | None, lines: int = 8) -> str:
+    """The last ``lines`` lines a program printed: its stderr's, else its stdout's."""
+    return "\n".join((err or out or "").strip().splitlines()[-lines:])
+
+
+def _indented(text: str) -> str:
+    return "".join(f"\n  {line}" for line in text.splitlines())
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -109,9 +109,12 @@ def _kernel_manager_class():
     class KitKernelManager(AsyncKernelManager):
         mxcompat_memory = None
         mxcompat_on_start = None  # told the new kernel's PID (kit.execute.watchdog watches it)
+        mxcompat_output = None  # an open file the kernel's stdout and stderr go to (default: this process's)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):  # jupyter_client's hook for how kernels launch
             kw["env"] = child_env.for_kernels(kw.get("env") or os.environ)
+            if self.mxcompat_output is not None and not self.mxcompat_output.closed:
+                kw.update(stdout=self.mxcompat_output, stderr=self.mxcompat_output)
             await super()._async_launch_kernel(kernel_cmd, **kw)
             limits.limit_memory(self.provisioner.pid, self.mxcompat_memory)
             if self.mxcompat_on_start is not None:

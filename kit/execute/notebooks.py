@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Callable
@@ -11,6 +12,7 @@ import papermill
 from papermill.engines import NBClientEngine, papermill_engines
 
 from kit.envs import kernelspecs, limits
+from kit.execute import kernel_log
 from kit.execute.progress import StepProgress
 from kit.home import REPO_ROOT, KitHome
 
@@ -137,6 +139,7 @@ def run_notebook(
     memory: int | None = None,
     on_kernel: Callable[[int], None] | None = None,
     atomic: bool = False,
+    log: str | Path | None = None,
 ):
     """Run ``notebook`` into ``output`` on ``kernel_name`` with ``parameters`` (strings stay strings).
 
@@ -148,7 +151,9 @@ def run_notebook(
     step); that notebook's copy is numbered from 1 as if its kernel were new. ``memory``: the kernel's
     address-space limit in bytes (kit.envs.limits); ``on_kernel`` is told the PID of the kernel that runs it.
     ``atomic``: the copy is written beside ``output`` and renamed over it at the end (a report, such as the
-    summary: a reader never finds half of one), also when the notebook fails.
+    summary: a reader never finds half of one), also when the notebook fails. ``log``: the kernel's own output
+    (a kernel started here) and the Jupyter libraries' warnings and log records go to this file, not the
+    terminal (:mod:`kit.execute.kernel_log`).
     """
     home = home or KitHome()
     final = Path(output)
@@ -163,26 +168,30 @@ def run_notebook(
         if on_kernel is not None:
             on_kernel(km.provisioner.pid)
     reused = bool(getattr(km, "mxcompat_ran", False))
-    try:
-        return papermill.execute_notebook(
-            str(notebook),
-            str(output),
-            parameters=parameters,
-            kernel_name=kernel_name,
-            cwd=str(cwd) if cwd else None,
-            engine_name=ENGINE,
-            progress_bar=False,
-            start_timeout=start_timeout,
-            execution_timeout=execution_timeout,
-            km=km,
-            progress=progress,
-        )
-    finally:
-        if not (keep_kernel and not cwd and _keep(kernel_name, km)):
-            _shutdown(km)  # nbclient leaves a kernel manager it was given running
-        _record_kernel(output, home, kernel_name, renumber=reused)
-        if atomic and output.exists():
-            os.replace(output, final)
+    quiet = kernel_log.to_log(log, f"{Path(notebook).name} on {kernel_name}") if log else contextlib.nullcontext()
+    with quiet as log_file:
+        km.mxcompat_output = log_file
+        try:
+            return papermill.execute_notebook(
+                str(notebook),
+                str(output),
+                parameters=parameters,
+                kernel_name=kernel_name,
+                cwd=str(cwd) if cwd else None,
+                engine_name=ENGINE,
+                progress_bar=False,
+                start_timeout=start_timeout,
+                execution_timeout=execution_timeout,
+                km=km,
+                progress=progress,
+            )
+        finally:
+            if not (keep_kernel and not cwd and _keep(kernel_name, km)):
+                _shutdown(km)  # nbclient leaves a kernel manager it was given running
+            _record_kernel(output, home, kernel_name, renumber=reused)
+            if atomic and output.exists():
+                os.replace(output, final)
+            km.mxcompat_output = None
 
 
 def _keep(kernel_name: str, km) -> bool:

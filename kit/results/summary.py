@@ -19,10 +19,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
+from kit.common.palette import VERDICT_COLOURS, text_colour  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
-from kit.common.verdicts import SEVERITY  # noqa: E402
+from kit.common.verdicts import PASSING, SEVERITY, UNSUPPORTED  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
 from kit.results import (  # noqa: E402
     leaving,
@@ -32,19 +34,13 @@ from kit.results import (  # noqa: E402
     signatures,  # noqa: E402
 )
 from kit.results.markdown import md_code, md_text  # noqa: E402
-from kit.results.records import classify, load_allow_list, load_records, worst  # noqa: E402
-from kit.results.runs import runs_dir  # noqa: E402
+from kit.results.records import load_run, worst  # noqa: E402
+from kit.results.runs import RUN_MANIFEST, runs_dir  # noqa: E402
 
-COLOURS = {
-    "identical": "#1a9850",
-    "close": "#91cf60",
-    "unsupported": "#d9d9d9",
-    "drift": "#fdae61",
-    "mismatch": "#f46d43",
-    "infer-error": "#d73027",
-    "load-error": "#a50026",
-    "corrupt": "#762a83",
-}
+#: a heatmap cell whose failing models a verified remedy fixes: this beside its verdict (``✓R 2/3``: 2 of its 3)
+REMEDY_MARK = "✓R"
+REMEDY_HATCH = "////"  # and hatched over its verdict's colour when the remedy fixes every one
+REMEDY_LEGEND = f"{REMEDY_MARK}: a verified\nremedy fixes it"
 ZERO_FLOOR = 1e-12  # identical outputs have zero error: drawn at this floor on log scales
 
 
@@ -52,13 +48,8 @@ class RunData:
     """A run's records as a table, plus the raw records and the run's manifest."""
 
     def __init__(self, run_dir: str | Path):
-        import json
-
         self.dir = Path(run_dir)
-        self.records = load_records(self.dir)
-        self.manifest = json.loads((self.dir / "run.json").read_text())
-        allow = load_allow_list(self.manifest["request"].get("allow_list"))
-        self.split = classify(self.records, allow, strict_runtimes=self.manifest["request"].get("strict_runtimes"))
+        self.manifest, self.records, self.split = load_run(self.dir)
         allowed = {cell_id(r) for r, _ in self.split["allowed"]}
         self.df = pd.DataFrame(reports.flat_rows(self.dir, self.records, allowed), columns=reports.COLUMNS)
         self.groups = reports.groups_of(self.records, self.split)
@@ -78,7 +69,7 @@ def find_run(run_dir: str | Path) -> Path:
     path = Path(run_dir)
     candidates = [path] if path.is_absolute() else [path, runs_dir().parent / path, runs_dir() / path]
     for candidate in candidates:
-        if (candidate / "run.json").is_file():
+        if (candidate / RUN_MANIFEST).is_file():
             return candidate
     raise ValueError(
         f"no run folder at {run_dir} (looked in {', '.join(str(c) for c in candidates)}); "
@@ -217,13 +208,14 @@ def counts_table(data: RunData) -> pd.DataFrame:
 
 def heatmaps(data: RunData):
     """Per API, saved release x loaded release coloured by the worst verdict over the models that both releases
-    support, annotated with the largest max-abs error and how many models were checked."""
+    support, annotated with the largest max-abs error and how many models were checked; a cell whose failure a
+    verified remedy fixes keeps its verdict's colour and is marked (:data:`REMEDY_MARK`, :data:`REMEDY_HATCH`)."""
     saved, loaded = data.releases("saved_with"), data.releases("loaded_with")
     runtimes = {e["name"]: e for e in data.manifest.get("runtimes") or []}
     failing = [n for n, e in runtimes.items() if e.get("verdict") in ("does not import", "remedy changes outputs")]
     loaded = sorted(set(loaded) | set(failing), key=sort_key)
     apis = data.apis()
-    cmap = ListedColormap([COLOURS[v] for v in SEVERITY])
+    cmap = ListedColormap([VERDICT_COLOURS[v] for v in SEVERITY])
     ncols = 2 if len(apis) > 1 else 1
     nrows = math.ceil(len(apis) / ncols)
     side = max(3.2, 0.95 * max(len(saved), len(loaded)))
@@ -232,6 +224,9 @@ def heatmaps(data: RunData):
     for ax in flat[len(apis) :]:
         ax.axis("off")
     by_cell = {key: group for key, group in data.df.groupby(["api", "saved_with", "loaded_with"], sort=False)}
+    records_of: dict = {}
+    for rec in data.records:
+        records_of.setdefault((rec["api"], rec["saved_with"], rec["loaded_with"]), []).append(rec)
     for ax, api in zip(flat, apis):
         grid = np.full((len(saved), len(loaded)), np.nan)
         for i, s in enumerate(saved):
@@ -262,15 +257,23 @@ def heatmaps(data: RunData):
                     label = verdict if err.empty else f"{verdict}\n{err.max():.1e}"
                 if not checked.empty:
                     label += f" ({len(checked)}/{len(cell)})"
-                ax.text(
-                    j,
-                    i,
-                    label,
-                    ha="center",
-                    va="center",
-                    fontsize=6.5,
-                    color="white" if verdict in ("load-error", "corrupt", "infer-error") else "black",
-                )
+                mark = remedy_mark(records_of.get((api, s, loader), []))
+                if mark:
+                    label = label.replace("\n", f" {mark}\n", 1) if "\n" in label else f"{label}\n{mark}"
+                if mark == REMEDY_MARK:
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.5, i - 0.5),
+                            1,
+                            1,
+                            fill=False,
+                            hatch=REMEDY_HATCH,
+                            linewidth=0,
+                            alpha=0.35,
+                            edgecolor=text_colour(verdict),
+                        )
+                    )
+                ax.text(j, i, label, ha="center", va="center", fontsize=6.5, color=text_colour(verdict))
         ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-0.5, vmax=len(SEVERITY) - 0.5, aspect="auto")
         ax.set_xticks(range(len(loaded)))
         ax.set_xticklabels([_loaded_label(n, runtimes) for n in loaded], rotation=45, ha="right", fontsize=7)
@@ -279,8 +282,10 @@ def heatmaps(data: RunData):
         ax.set_title(_panel_title(data, api), fontsize=9)
         ax.set_xlabel("exported by (then run in ONNX Runtime)" if api == ONNX_API else "loaded with", fontsize=8)
         ax.set_ylabel("saved with", fontsize=8)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[v]) for v in SEVERITY]
-    fig.legend(handles, SEVERITY, loc="center right", fontsize=7, frameon=False)
+    handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in SEVERITY]
+    handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=REMEDY_HATCH, linewidth=0.5))
+    labels = list(SEVERITY) + [REMEDY_LEGEND]
+    fig.legend(handles, labels, loc="center right", fontsize=7, frameon=False)
     width = fig.get_size_inches()[0]
     fig.suptitle(
         "worst verdict over the models checked, largest max-abs error (models checked / in the zoo)",
@@ -291,6 +296,17 @@ def heatmaps(data: RunData):
     longest = lambda names: max([len(line) for n in names for line in n.split("\n")] or [0])  # noqa: E731
     _fixed_margins(fig, nrows, ncols, longest(saved), longest(_loaded_label(n, runtimes) for n in loaded))
     return fig
+
+
+def remedy_mark(records: list[dict]) -> str:
+    """The mark of a heatmap cell (its models' records): :data:`REMEDY_MARK` when a verified remedy fixes every
+    model behind its verdict, ``✓R 2/3`` when it fixes some, ``""`` when none (or the cell passes)."""
+    checked = [r for r in records if r["verdict"] != UNSUPPORTED] or records  # the verdict the cell shows
+    failing = [r for r in checked if r["verdict"] not in PASSING]
+    fixed = sum(1 for r in failing if (r.get("remedy") or {}).get("fixed"))
+    if not fixed:
+        return ""
+    return REMEDY_MARK if fixed == len(failing) else f"{REMEDY_MARK} {fixed}/{len(failing)}"
 
 
 def _loaded_label(name: str, runtimes: dict) -> str:

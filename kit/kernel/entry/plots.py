@@ -9,23 +9,9 @@ is chosen for the user's own cells, and :func:`show` displays a PNG in any kerne
 import io
 import math
 
+from kit.common.palette import colour
 from kit.common.versions import sort_key
 
-VERDICT_COLOURS = {
-    "saved": "#2ca02c",
-    "exists": "#7f7f7f",
-    "unsupported": "#bcbd22",
-    "failed": "#d62728",
-    "identical": "#2ca02c",
-    "close": "#98df8a",
-    "drift": "#ff7f0e",
-    "mismatch": "#d62728",
-    "load-error": "#8c1c13",
-    "infer-error": "#8c1c13",
-    "corrupt": "#9467bd",
-    "past tolerance": "#d62728",
-    "shape changed": "#8c1c13",
-}
 #: errors of exactly zero sit here on log axes
 FLOOR = 1e-12
 
@@ -157,7 +143,7 @@ def reload_errors(rows, title="max abs error of every reloaded artifact"):
             [place[r["saved_with"]] for r in mine],
             _floored([r["max_abs"] for r in mine]),
             label=verdict,
-            color=VERDICT_COLOURS.get(verdict, "#7f7f7f"),
+            color=colour(verdict),
             s=16,
         )
     ax.set_yscale("log")
