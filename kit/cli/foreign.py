@@ -126,7 +126,7 @@ def check_model_cmd(
         foreign=True,
         limits=Limits.from_options(step_timeout, cell_timeout, kernel_memory).to_dict(),
     )
-    request.validate(req, EnvManager(home))
+    request.validate(req.normalized(), EnvManager(home))
     if store and open_store(store).remote:
         raise UsageError(
             "check-model keeps its reference in a local store; push it afterwards with mxcompat store push"
