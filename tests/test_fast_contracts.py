@@ -69,7 +69,7 @@ def test_the_traits_each_executor_declares():
 
 def test_an_executor_that_spells_a_method_otherwise_is_caught():
     class Sloppy(executor_class("local")):
-        def run(self, steps, on_done):  # no then=
+        def run(self, steps, on_done):  # no prestart=
             return []
 
         def start(self, kernels=()):  # another name

@@ -336,7 +336,7 @@ def test_sigkill_of_the_cli_takes_its_workers_and_kernels_with_it(built_envs, ki
     while not any("ipykernel_launcher" in " ".join(p.cmdline()) for p in _descendants(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, "no kernel started"
         time.sleep(0.2)
-    time.sleep(1.0)  # the kernels started ahead of the next steps too
+    time.sleep(1.0)  # the kernels prestarted for the next steps too
     started = _descendants(proc.pid)
     kernels = [p for p in started if "ipykernel_launcher" in " ".join(p.cmdline())]
     assert len(started) >= 3 and kernels  # the resource tracker, a worker, its kernels

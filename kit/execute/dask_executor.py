@@ -102,14 +102,14 @@ class DaskExecutor(Executor):
     ) -> None:
         """Nothing to do here: workers pull and push themselves."""
 
-    def start(self, first_kernels: Iterable[str] = ()) -> None:
+    def start(self, prestart: Iterable[str] = ()) -> None:
         """Nothing to start: workers start their own kernels."""
 
     def close(self) -> None:
         """Nothing to end: each :meth:`run` closes its client."""
 
     def run(
-        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()
+        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], prestart: Iterable[str] = ()
     ) -> list[StepResult]:
         """Each step on the worker its release is routed to, all at once: Dask keeps each worker's queue."""
         steps = list(steps)
@@ -161,7 +161,7 @@ class DaskExecutor(Executor):
                     result.attempts += len(lost)
                     note = f"    {s.id} ran on worker {out['worker']}"
                     if out["built_env"]:
-                        note += f" (built mxnet-{s.release} there)"
+                        note += f" (built {s.release}'s environment there)"
                     if lost:
                         note += f"; {len(lost)} earlier attempt(s) lost with their worker ({', '.join(lost)})"
                     self.on_event(note)

@@ -43,14 +43,14 @@ class Executor(ABC):
         versions too) available to the steps."""
 
     @abstractmethod
-    def start(self, first_kernels: Iterable[str] = ()) -> None:
+    def start(self, prestart: Iterable[str] = ()) -> None:
         """Get ready for steps on these kernels, in order (while the orchestrator does its checks)."""
 
     @abstractmethod
     def run(
-        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()
+        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], prestart: Iterable[str] = ()
     ) -> list[StepResult]:
-        """Run ``steps``, calling ``on_done`` with each one's result as it finishes; the results. ``then``: the
+        """Run ``steps``, calling ``on_done`` with each one's result as it finishes; the results. ``prestart``: the
         kernels of the steps that come next."""
 
     @abstractmethod

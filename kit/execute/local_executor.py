@@ -9,19 +9,19 @@ from typing import Callable, Iterable
 
 from kit.execute import reaper
 from kit.execute.executors import Executor
-from kit.execute.steps import Step, StepResult, execute_step, shutdown_warm_kernels, warm_kernels
+from kit.execute.steps import Step, StepResult, execute_step, prestart_kernels, shutdown_prestarted_kernels
 from kit.home import KitHome
 
 #: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs; with more,
 #: each lane starts one: the kernel of a step no other lane holds, which it then takes when it is free
-LOOKAHEAD = 2
+PRESTART_COUNT = 2
 
 
 class LocalExecutor(Executor):
     """Local worker processes, kept for the whole run, one per job (a lane: spawned, so no ZMQ state is
     forked; it runs one step at a time). A worker keeps a release's kernel, MXNet imported, from its train
     step for its reload step, and a free lane takes a step whose kernel it kept before any other: one kernel
-    per release (``run(..., then=...)`` names the kernels of the steps that come after). With one job, the
+    per release (``run(..., prestart=...)`` names the kernels of the steps that come after). With one job, the
     worker also starts the next steps' kernels while a step runs.
 
     Kernels read and write the store's working copy; an S3 store is pulled into it by
@@ -56,24 +56,24 @@ class LocalExecutor(Executor):
         self.apis: list[str] | None = None
         self._lanes: list[ProcessPoolExecutor | None] = [None] * self.jobs
         self._kept: list[set[str]] = [set() for _ in range(self.jobs)]  # kernels each lane's worker keeps
-        self._ahead: list[set[str]] = [set() for _ in range(self.jobs)]  # of those, started for a step not yet run
+        self._prestarted: list[set[str]] = [set() for _ in range(self.jobs)]  # of those, started for a step not yet run
         self._submitted: dict = {}  # future -> its step
         self._set_threads = False  # this executor set OMP_NUM_THREADS (and unsets it when it closes)
 
-    def start(self, first_kernels: Iterable[str] = ()) -> None:
+    def start(self, prestart: Iterable[str] = ()) -> None:
         """Spawn the workers now (and start the first steps' kernels) while the orchestrator does its checks."""
         self._share_cores()
-        log = f"{self.log_dir}/kernels-started-ahead.log" if self.log_dir else None
-        first = list(dict.fromkeys(first_kernels))
+        log = f"{self.log_dir}/kernels-prestarted.log" if self.log_dir else None
+        first = list(dict.fromkeys(prestart))
         if self.jobs == 1:
             pool = self._lane(0)
             if first:
-                pool.submit(warm_kernels, first[:LOOKAHEAD], str(self.home.root), log)
+                pool.submit(prestart_kernels, first[:PRESTART_COUNT], str(self.home.root), log)
             return
         for lane, kernel in enumerate(first[: self.jobs]):
-            self._lane(lane).submit(warm_kernels, [kernel], str(self.home.root), log)
+            self._lane(lane).submit(prestart_kernels, [kernel], str(self.home.root), log)
             self._kept[lane].add(kernel)
-            self._ahead[lane].add(kernel)
+            self._prestarted[lane].add(kernel)
 
     def _share_cores(self) -> bool:
         """With more than one job, each kernel's OpenMP pool gets its share of the cores (unless the user set
@@ -98,7 +98,7 @@ class LocalExecutor(Executor):
                 continue
             self._lanes[i] = None
             try:
-                pool.submit(shutdown_warm_kernels).result(timeout=30)
+                pool.submit(shutdown_prestarted_kernels).result(timeout=30)
             except Exception:  # noqa: BLE001 - a dead worker's kernels end with it (kit.execute.reaper)
                 pass
             pool.shutdown(wait=True, cancel_futures=True)
@@ -137,7 +137,7 @@ class LocalExecutor(Executor):
             )
 
     def run(
-        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], then: Iterable[str] = ()
+        self, steps: Iterable[Step], on_done: Callable[[StepResult], None], prestart: Iterable[str] = ()
     ) -> list[StepResult]:
         """Each step on a lane once those it depends on have finished (see :meth:`_run`), then what train
         steps saved pushed to a remote store."""
@@ -146,7 +146,7 @@ class LocalExecutor(Executor):
             return []
         set_here = self._share_cores()  # when start() did not
         try:
-            results = self._run(steps, on_done, list(then))
+            results = self._run(steps, on_done, list(prestart))
         finally:
             if set_here:
                 self._unshare_cores()
@@ -168,11 +168,11 @@ class LocalExecutor(Executor):
             + ")"
         )
 
-    def _run(self, steps: list[Step], on_done, then: list[str]) -> list[StepResult]:
+    def _run(self, steps: list[Step], on_done, prestart: list[str]) -> list[StepResult]:
         """Each lane takes a next step when it is free, of those whose dependencies have finished (ok or not):
         one whose kernel it kept if there is one (one kernel per release: a release's reload follows its train
         on the same kernel as soon as the older releases' trains are done), else the first waiting; with one
-        job, in order, starting the next steps' kernels ahead."""
+        job, in order, prestarting the next steps' kernels."""
         pending = list(steps)
         waiting_for = {s.id for s in steps}  # steps not finished: a dependency outside the run waits for nothing
         running: dict = {}
@@ -189,7 +189,7 @@ class LocalExecutor(Executor):
                 if ready:
                     step = self._next_for(lane, ready)
                     pending.remove(step)
-                    running[self._submit(lane, step, pending, then)] = lane
+                    running[self._submit(lane, step, pending, prestart)] = lane
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in done:
                 lane = running.pop(fut)
@@ -200,19 +200,19 @@ class LocalExecutor(Executor):
                 except Exception as e:  # the worker process itself died
                     result = StepResult(step.id, "failed", 0.0, 1, f"worker died: {e}", type(e).__name__)
                     self._lanes[lane] = None  # a broken lane takes no more work: a new worker replaces it
-                    self._kept[lane], self._ahead[lane] = set(), set()
+                    self._kept[lane], self._prestarted[lane] = set(), set()
                 results.append(result)
                 on_done(result)
         return results
 
     def _next_for(self, lane: int, ready: list[Step]) -> Step:
         """Of the steps ready to run, the first on a kernel this lane kept from a step it ran (the release's
-        reload after its train: the kernel then goes), else on one it started ahead, else on one no other lane
+        reload after its train: the kernel then goes), else on one it prestarted, else on one no other lane
         holds, else the first."""
-        mine, ahead = self._kept[lane], self._ahead[lane]
+        mine, prestarted = self._kept[lane], self._prestarted[lane]
         others = set().union(*(k for i, k in enumerate(self._kept) if i != lane))
         for wanted in (
-            lambda s: s.kernel in mine and s.kernel not in ahead,
+            lambda s: s.kernel in mine and s.kernel not in prestarted,
             lambda s: s.kernel in mine,
             lambda s: s.kernel not in others,
         ):
@@ -221,26 +221,26 @@ class LocalExecutor(Executor):
                 return found
         return ready[0]
 
-    def _submit(self, lane: int, step: Step, pending: list[Step], then: list[str]):
-        later = [s.kernel for s in pending] + then
+    def _submit(self, lane: int, step: Step, pending: list[Step], prestart: list[str]):
+        later = [s.kernel for s in pending] + prestart
         done_before = self._kept[lane]
         # a kernel this lane keeps needs no start; the next others start while this runs (with more than one
         # job, one a lane: that of the first step no lane holds a kernel for, which this lane then takes)
         if self.jobs == 1:
-            ahead = [k for k in later if k not in done_before and k != step.kernel][:LOOKAHEAD]
+            starting = [k for k in later if k not in done_before and k != step.kernel][:PRESTART_COUNT]
         else:
             held = set().union(*self._kept)
-            ahead = [k for k in [s.kernel for s in pending] if k not in held and k != step.kernel][:1]
+            starting = [k for k in [s.kernel for s in pending] if k not in held and k != step.kernel][:1]
         keep = not step.runs_on_host and step.kernel in later
         self._kept[lane].discard(step.kernel)
-        self._ahead[lane].discard(step.kernel)
+        self._prestarted[lane].discard(step.kernel)
         if keep:
             self._kept[lane].add(step.kernel)
         if self.jobs > 1:
-            self._kept[lane].update(ahead)
-            self._ahead[lane].update(ahead)
+            self._kept[lane].update(starting)
+            self._prestarted[lane].update(starting)
         future = self._lane(lane).submit(
-            execute_step, step.to_dict(), str(self.home.root), self._log_path(step), ahead, keep
+            execute_step, step.to_dict(), str(self.home.root), self._log_path(step), starting, keep
         )
         self._submitted[future] = step
         return future

@@ -66,16 +66,16 @@ def _save_throttled(nb_man, save, **kwargs):
 papermill_engines.register(ENGINE, ProgressEngine)
 
 
-_WARM: dict = {}  # kernel name -> a KernelManager whose kernel was started ahead of its step (this process only)
+_PRESTARTED: dict = {}  # kernel name -> a KernelManager whose kernel was prestarted for its step (this process only)
 #: the most kernels a process keeps between their steps (one per release: its train step's, for its reload step)
 MAX_KEPT = 12
 #: and the most memory they may hold together, as a share of the machine's (a kernel that trained vision models
 #: keeps MXNet's memory pool: it is shut down instead)
 KEPT_MEMORY_SHARE = 0.25
 KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
-#: what a kernel started ahead of its step imports while the previous step runs: its notebook's first imports.
+#: what a prestarted for its step imports while the previous step runs: its notebook's first imports.
 #: An import that fails here only prints; the notebook's own import then fails with the cause.
-WARM_IMPORTS = {
+PRESTART_IMPORTS = {
     # the notebooks' plots and tables too; pandas only where it installed
     "release": "import mxnet, kit.kernel.entry.train_run, kit.kernel.entry.reload_run, kit.kernel.entry.plots; "
     "import matplotlib.figure, matplotlib.backends.backend_agg\n"
@@ -84,11 +84,11 @@ WARM_IMPORTS = {
 }
 
 
-def warm_arguments(kernel_name: str) -> list[str]:
-    """The kernel's command-line arguments when it starts ahead of its step."""
+def prestart_arguments(kernel_name: str) -> list[str]:
+    """The kernel's command-line arguments when it is prestarted."""
     kind = kernel_name if kernel_name == kernelspecs.HOST_KERNEL else "release"
     # -c (InteractiveShellApp.code_to_run) is one string in every IPython; a list trait's syntax is not
-    return KERNEL_ARGS + ["-c", WARM_IMPORTS[kind]]
+    return KERNEL_ARGS + ["-c", PRESTART_IMPORTS[kind]]
 
 
 def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None = None) -> None:
@@ -97,28 +97,28 @@ def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None =
     A kernel takes about 1.5 s to come up and its ``import mxnet`` as long again; starting it,
     imports included, while the previous step runs takes both off the wall time of sequential runs.
     """
-    if kernel_name in _WARM:
+    if kernel_name in _PRESTARTED:
         return
     from jupyter_core.utils import run_sync
 
     km = kernelspecs.kernel_manager(home or KitHome(), kernel_name, memory)
     try:
-        run_sync(km.start_kernel)(extra_arguments=warm_arguments(kernel_name))
+        run_sync(km.start_kernel)(extra_arguments=prestart_arguments(kernel_name))
     except Exception:  # noqa: BLE001 - a failed prestart only means the step starts its own kernel
         return
-    _WARM[kernel_name] = km
+    _PRESTARTED[kernel_name] = km
 
 
-def shutdown_warm() -> None:
-    """End every kernel started ahead of a step that did not come."""
-    while _WARM:
-        _shutdown(_WARM.popitem()[1])
+def shutdown_prestarted() -> None:
+    """End every prestarted for a step that did not come."""
+    while _PRESTARTED:
+        _shutdown(_PRESTARTED.popitem()[1])
 
 
-def _take_warm(kernel_name: str):
+def _take_prestarted(kernel_name: str):
     from jupyter_core.utils import run_sync
 
-    km = _WARM.pop(kernel_name, None)
+    km = _PRESTARTED.pop(kernel_name, None)
     if km is not None and not run_sync(km.is_alive)():
         return None
     return km
@@ -159,11 +159,11 @@ def run_notebook(
     final = Path(output)
     final.parent.mkdir(parents=True, exist_ok=True)
     output = final.with_name(f".{final.name}.tmp-{os.getpid()}") if atomic else final
-    km = None if cwd else _take_warm(kernel_name)  # a warm kernel runs in this process's folder
+    km = None if cwd else _take_prestarted(kernel_name)  # a prestarted kernel runs in this process's folder
     if km is None:
         km = kernelspecs.kernel_manager(home, kernel_name, memory)  # nbclient starts it (in cwd)
         km.mxcompat_on_start = on_kernel
-    else:  # started ahead, maybe under another limit: this step's, and this step's watchdog
+    else:  # prestarted, maybe under another limit: this step's, and this step's watchdog
         limits.limit_memory(km.provisioner.pid, memory)
         if on_kernel is not None:
             on_kernel(km.provisioner.pid)
@@ -203,12 +203,12 @@ def _keep(kernel_name: str, km) -> bool:
         alive = run_sync(km.is_alive)()
     except Exception:  # noqa: BLE001 - a kernel in doubt is not kept
         alive = False
-    if not alive or kernel_name in _WARM or len(_WARM) >= MAX_KEPT:
+    if not alive or kernel_name in _PRESTARTED or len(_PRESTARTED) >= MAX_KEPT:
         return False
-    if _rss(km) + sum(_rss(k) for k in _WARM.values()) > KEPT_MEMORY_SHARE * _total_memory():
+    if _rss(km) + sum(_rss(k) for k in _PRESTARTED.values()) > KEPT_MEMORY_SHARE * _total_memory():
         return False
     km.mxcompat_ran = True
-    _WARM[kernel_name] = km
+    _PRESTARTED[kernel_name] = km
     return True
 
 

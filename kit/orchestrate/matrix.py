@@ -1,10 +1,11 @@
 """The matrix, orchestrated: train once per saving release, reload once per loading release, then summarize.
 
-``run_matrix`` checks the request (:mod:`kit.orchestrate.request`) before any work starts, plans its
-steps (:mod:`kit.orchestrate.plan`), runs them wave by wave on their declared dependencies with an
-executor (:mod:`kit.execute.executors`; a host-only step such as the summary always here),
-records each step's outcome in the run's manifest as it finishes, and writes the run's
-reports. ``resume`` redoes only the steps that did not finish.
+``run_matrix`` normalizes and checks the request (:mod:`kit.orchestrate.request`) before any work starts,
+plans its steps (:mod:`kit.orchestrate.plan`) and runs them with an executor (:mod:`kit.execute.executors`):
+in one batch where the executor follows the steps' declared dependencies (a release's reload starts as soon
+as its inputs are trained), else wave by wave; a host-only step such as the summary always runs here. It
+records each step's outcome in the run's manifest as it finishes, and writes the run's reports. ``resume``
+redoes only the steps that did not finish.
 """
 
 from __future__ import annotations
@@ -287,15 +288,17 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor: Executor, how:
             later = [s.kernel for s in (todos[i + 1] if i + 1 < len(todos) else [])]
             on_host = [s for s in todo if s.runs_on_host]
             if on_host:
-                _write_reports(run, req, manifest)  # the summary reads them; written again below with its outcome
-            executor.run([s for s in todo if not s.runs_on_host], progress, then=[s.kernel for s in on_host] + later)
-            here.run(on_host, progress, then=later)
+                _write_reports(run, manifest)  # the summary reads them; written again below with its outcome
+            executor.run(
+                [s for s in todo if not s.runs_on_host], progress, prestart=[s.kernel for s in on_host] + later
+            )
+            here.run(on_host, progress, prestart=later)
     finally:
         how.live.stop()
         if here is not executor:
             here.close()
     manifest["wall_seconds"] = round(manifest.get("wall_seconds", 0) + time.monotonic() - started, 2)
-    outcome = _write_reports(run, req, manifest)
+    outcome = _write_reports(run, manifest)
     manifest.update(finished_at=now(), exit_code=outcome.exit_code, counts=outcome.counts)
     run.write_manifest(manifest)
     _log_checks(req, run, how)
@@ -314,7 +317,7 @@ def _log_checks(req: RunRequest, run: Run, how: Execution) -> None:
         how.on_event(f"warning: the store's check log was not updated: {e}")
 
 
-def _write_reports(run: Run, req: RunRequest, manifest: dict) -> RunOutcome:
+def _write_reports(run: Run, manifest: dict) -> RunOutcome:
     """The run's reports from its records, split by the request ``manifest`` holds (``req``'s)."""
     _, records, split = load_run(run.dir, manifest)
     failed_steps = [i for i in manifest["order"] if manifest["steps"][i]["status"] == "failed"]

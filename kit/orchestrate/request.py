@@ -222,7 +222,7 @@ def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = fr
     ]
     if unregistered:
         raise UsageError(
-            f"kernel {', '.join('mxnet-' + n for n in unregistered)} is not registered",
+            f"kernel {', '.join(kernelspecs.kernel_name(n) for n in unregistered)} is not registered",
             hint=f"register it again: mxcompat env create --force {' '.join(unregistered)}",
         )
 
