@@ -16,7 +16,6 @@ from kit.common.capabilities import ONNX_API
 from kit.common.errors import UsageError
 from kit.common.record_schema import LOADING_MODE
 from kit.debug.run_files import cell_artifact, read_record, run_store
-from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 from kit.results.cells import Cell
@@ -107,14 +106,7 @@ def convert_cell(
         "tolerance": run.read_manifest()["request"].get("tolerance") or {},
     }
     try:
-        answer = kernel_process.run_kernel_main(
-            env.python,
-            "kit.kernel.entry.convert",
-            request,
-            what=f"converting {cell} in MXNet {cell.loaded}",
-            cwd=env.path,
-            log=log,
-        )
+        answer = env.run_main("kit.kernel.entry.convert", request, f"converting {cell} in MXNet {cell.loaded}", log=log)
         (staged / OWNED).write_text(json.dumps({"cell": str(cell), "remedy": name, "run": run.id}) + "\n")
         _move_into_place(staged, target)
     finally:

@@ -18,7 +18,7 @@ from kit.common.capabilities import ONNX_API
 from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.debug.run_files import cell_artifact, record_path, run_store
-from kit.envs import kernel_process, limits
+from kit.envs import limits
 from kit.envs.manager import EnvManager
 from kit.execute import kernel_log, notebook_parameters
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
@@ -68,12 +68,10 @@ def investigate_cell(
     if recompute:
         saving = manager.ready_env(cell.saved)
         reference = str(out_dir / f"{cell.slug}.reference.npz")
-        kernel_process.run_kernel_main(
-            saving.python,
+        saving.run_main(
             "kit.kernel.entry.recompute",
             {"folder": str(artifact), "out": reference, "release": cell.saved},
-            what=f"computing {cell.saved}'s internals",
-            cwd=saving.path,
+            f"computing {cell.saved}'s internals",
             timeout=600,
             log=log,
         )

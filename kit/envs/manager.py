@@ -75,6 +75,11 @@ class Env:
     def fallback(self) -> bool:
         return bool(self.marker and self.marker.get("fallback"))
 
+    def run_main(self, module: str, request: dict, what: str, **options) -> dict:
+        """``python -m MODULE REQUEST.json`` in this environment, from its folder
+        (:func:`kit.envs.kernel_process.run_kernel_main`, whose ``options`` it takes): the program's answer."""
+        return kernel_process.run_kernel_main(self.python, module, request, what=what, cwd=self.path, **options)
+
     def info(self, key: str, default=None):
         probe = (self.marker or {}).get("probe") or {}
         return probe.get(key, default)
@@ -385,9 +390,7 @@ class EnvManager:
         ONNX Runtime environment, the runtime worker's greeting), through the one door to kernel-side programs."""
         release = release or env.release
         module = "kit.kernel.entry.probe" if release is None or release.has_mxnet else "kit.kernel.exits.onnx_worker"
-        return kernel_process.run_kernel_main(
-            env.python, module, {"release": env.name}, what=f"probing {env.name}", cwd=env.path, timeout=300, log=log
-        )
+        return env.run_main(module, {"release": env.name}, f"probing {env.name}", timeout=300, log=log)
 
     @contextmanager
     def _lock(self, name: str):

@@ -156,13 +156,13 @@ def execute_step(
     step: dict,
     home_root: str,
     log_path: str | None = None,
-    prestart: list[str] = (),
+    kernels_to_prestart: list[str] = (),
     keep_kernel: bool = False,
 ) -> dict:
     """Run one step (in a worker process) from :meth:`Step.to_dict`'s dict; never raises, returns
     :meth:`StepResult.to_dict`'s.
 
-    ``prestart``: the kernels the next steps in this process will need, started now so they
+    ``kernels_to_prestart``: the kernels the next steps in this process will need, started now so they
     are up when those steps begin. ``keep_kernel``: a later step in this process runs on the same kernel
     (the release's reload after its train): the kernel stays up, MXNet imported, for it.
     """
@@ -174,8 +174,8 @@ def execute_step(
         ).to_dict()
     if log_path:
         with _output_to(log_path):
-            return _execute(step, home_root, prestart, keep_kernel)
-    return _execute(step, home_root, prestart, keep_kernel)
+            return _execute(step, home_root, kernels_to_prestart, keep_kernel)
+    return _execute(step, home_root, kernels_to_prestart, keep_kernel)
 
 
 def prestart_kernels(kernels: list[str], home_root: str, log_path: str | None = None) -> None:
@@ -200,8 +200,8 @@ def shutdown_prestarted_kernels() -> None:
 MAX_KERNEL_DEATHS = 50
 
 
-def _execute(step: dict, home_root: str, prestart: list[str] = (), keep_kernel: bool = False) -> dict:
-    result = _execute_notebook(step, home_root, prestart, keep_kernel)
+def _execute(step: dict, home_root: str, kernels_to_prestart: list[str] = (), keep_kernel: bool = False) -> dict:
+    result = _execute_notebook(step, home_root, kernels_to_prestart, keep_kernel)
     if step["kind"] == "train" and step["parameters"].get("saved_by") and os.path.isfile(step["output"]):
         try:
             keep_train_notebook(step)
@@ -219,7 +219,9 @@ def keep_train_notebook(step: dict) -> int:
     return LocalStore(params["store"]).keep_train_notebook(step["output"], params["saved_by"], step["release"])
 
 
-def _execute_notebook(step: dict, home_root: str, prestart: list[str] = (), keep_kernel: bool = False) -> dict:
+def _execute_notebook(
+    step: dict, home_root: str, kernels_to_prestart: list[str] = (), keep_kernel: bool = False
+) -> dict:
     from kit.envs.limits import Limits
     from kit.execute.notebooks import prestart, run_notebook
     from kit.execute.progress import StepProgress
@@ -230,7 +232,7 @@ def _execute_notebook(step: dict, home_root: str, prestart: list[str] = (), keep
     started, started_at = time.monotonic(), precise_now()
     limits = Limits.from_dict(step.get("limits"))
     prestart(step["kernel"], KitHome(home_root), limits.kernel_memory)  # no-op when the previous step started it
-    for name in prestart:
+    for name in kernels_to_prestart:
         prestart(name, KitHome(home_root), limits.kernel_memory)
     step = dict(step, parameters=dict(step["parameters"]))
     attempt = deaths = 0

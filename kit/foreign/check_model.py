@@ -12,7 +12,6 @@ from kit.common.capabilities import FOREIGN_API as API
 from kit.common.capabilities import MODEL_NAMES, ONNX_API
 from kit.common.errors import UsageError
 from kit.common.names import SAFE_NAME
-from kit.envs import kernel_process
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 
@@ -110,12 +109,10 @@ def prepare(
             "seed": seed,
             "source": {"prefix": str(Path(prefix).resolve()), "epoch": epoch},
         }
-        kernel_process.run_kernel_main(
-            env.python,
+        env.run_main(
             "kit.kernel.entry.check_model",
             {"release": reference, "folder": str(staged), "spec": spec},
-            what=f"computing the reference in MXNet {reference}",
-            cwd=env.path,
+            f"computing the reference in MXNet {reference}",
         )
         archive = Path(artifacts.archive_dir(str(store), reference, name, API))
         artifacts.commit_dir(str(staged), str(final), archive=str(archive))

@@ -14,7 +14,7 @@ from kit.common.capabilities import APIS, GLUON2, MBCC_MODELS, has_api
 from kit.common.errors import EnvBuildError, KitError, UsageError
 from kit.common.names import SAFE_NAME, is_safe_relative
 from kit.common.versions import at_least, parse_release, release_key, same_release
-from kit.envs import kernel_process, releases
+from kit.envs import releases
 from kit.envs.manager import Env, EnvManager
 from kit.home import KitHome
 
@@ -466,12 +466,8 @@ def _convert(env: Env, release: str, version: str, jobs: list, placeholders: lis
     """Run ``kit.kernel.entry.mbcc_import`` on ``jobs`` and ``placeholders`` in ``env``: one result per job."""
     spec = {"release": release, "version": version, "converting": env.name, "jobs": jobs, "placeholders": placeholders}
     try:
-        answer = kernel_process.run_kernel_main(
-            env.python,
-            "kit.kernel.entry.mbcc_import",
-            spec,
-            what=f"reading the checker's files of MXNet {version} in {env.name}",
-            cwd=env.path,
+        answer = env.run_main(
+            "kit.kernel.entry.mbcc_import", spec, f"reading the checker's files of MXNet {version} in {env.name}"
         )
     except UsageError as e:  # the environment is not the one it should be
         hint = e.hint or f"check the environment: mxcompat env doctor {env.name}"

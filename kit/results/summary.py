@@ -40,7 +40,7 @@ from kit.results.runs import RUN_MANIFEST, runs_dir  # noqa: E402
 #: a heatmap cell whose failing models a verified remedy fixes: this beside its verdict (``✓R 2/3``: 2 of its 3)
 REMEDY_MARK = "✓R"
 REMEDY_HATCH = "////"  # and hatched over its verdict's colour when the remedy fixes every one
-REMEDY_LEGEND = f"{REMEDY_MARK}: a verified\nremedy fixes it"
+REMEDY_LEGEND = f"{REMEDY_MARK}: a verified\nremedy fixes\nthe cell"
 ZERO_FLOOR = 1e-12  # identical outputs have zero error: drawn at this floor on log scales
 
 
@@ -324,7 +324,7 @@ def _fixed_margins(fig, nrows: int, ncols: int, y_chars: int = 12, x_chars: int 
     ``x_chars``: the longest tick label's line on each axis (a runtime's name is long)."""
     width, height = fig.get_size_inches()
     y_in, x_in = 0.055 * y_chars + 0.55, 0.042 * x_chars + 0.55  # 7 pt text (and the axis label); x rotated 45°
-    left, right, bottom, top = max(1.0, y_in), 1.5, max(1.1, x_in), 0.95  # y labels / legend / x labels / titles
+    left, right, bottom, top = max(1.0, y_in), 1.75, max(1.1, x_in), 0.95  # y labels / legend / x labels / titles
     wspace_in, hspace_in = max(1.1, y_in + 0.1), max(1.35, x_in + 0.25)  # the next panel's y labels / x labels
     fig.subplots_adjust(
         left=left / width,
