@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs headless Chromium and its WebDriver from Debian's packages for the JupyterLab browser test
-# (tests/test_lab.py), only where they are missing. No browser is downloaded by Selenium or Playwright.
+# (tests/cli/test_lab.py), only where they are missing. No browser is downloaded by Selenium or Playwright.
 set -euo pipefail
 command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 && exit 0
 echo "installing system packages: chromium chromium-driver"

@@ -43,6 +43,18 @@ def pytest_configure(config):
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 
+#: fixtures that build MXNet environments: a test that uses one is an ``envs`` test, whether its module says so or not
+ENV_FIXTURES = {"built_envs", "trained_store", "reloaded"}
+
+
+def pytest_collection_modifyitems(items):
+    """One convention for the tests that build no environment: they lack the ``envs`` marker (``make test-fast``
+    runs them); a test that builds environments has it, through its module's ``pytestmark`` or its fixtures."""
+    for item in items:
+        if ENV_FIXTURES & set(item.fixturenames) and item.get_closest_marker("envs") is None:
+            item.add_marker(pytest.mark.envs)
+
+
 def group_line(stdout: str, prefix: str, signature: str) -> str:
     """The closing line of a run's output that reports the group ``signature`` (``FAIL``, ``allowed``, ...)."""
     found = [x for x in stdout.splitlines() if x.startswith(f"{prefix} [S-") and f": {signature}: " in x]

@@ -1,7 +1,7 @@
 """JupyterLab in headless Chromium: ``mxcompat lab`` on 127.0.0.1 with a token, driven by Selenium.
 
 The browser is Debian's ``chromium`` with its ``chromedriver`` (``make browser`` installs both);
-Selenium downloads nothing. The test (tests/test_lab.py) and the README's screenshot
+Selenium downloads nothing. The test (tests/cli/test_lab.py) and the README's screenshot
 (scripts/lab-screenshot.py) share this module.
 """
 

@@ -2,7 +2,7 @@
 
 One builder per notebook in ``notebooks/``: its keyword arguments are the names of that notebook's
 ``parameters`` cell (an unknown name is a TypeError) and it sets every one of them, so an executed notebook
-and ``run.json`` show what each step was given. tests/test_fast_notebook_parameters.py holds each builder to
+and ``run.json`` show what each step was given. tests/execute/test_notebook_parameters.py holds each builder to
 its notebook's cell as papermill reads it, names and defaults.
 """
 

@@ -1,5 +1,5 @@
 """What a store is: the :class:`Store` type every kind subclasses, and :class:`RemoteStore` for one whose kernels
-work on a local copy. ``tests/test_fast_contracts.py`` checks each kind against them, method by method.
+work on a local copy. ``tests/execute/test_contracts.py`` checks each kind against them, method by method.
 
 A store's *location* (``s3://bucket/prefix``, a folder) is what a user types; :func:`kit.store.open_store`
 makes it a store. Paths inside a store (``rel``) are relative to its root, ``/``-separated, as in

@@ -1,8 +1,8 @@
 """Runs the kernel-side unit tests without pytest, inside an MXNet environment.
 
-``<env>/bin/python tests/kernel/runner.py`` imports every ``test_*.py`` beside this
-file and calls each ``test_*`` function (no fixtures: plain asserts only), so the
-same tests run under pytest on the host and under Python 3.6 in the oldest env.
+``<env>/bin/python tests/kernel/runner.py`` imports every ``test_*.py`` beside this file and in
+``tests/common/`` (the code both sides share) and calls each ``test_*`` function (no fixtures: plain asserts
+only), so the same tests run under pytest on the host and under Python 3.6 in the oldest env.
 Prints one JSON line ``{"passed": [...], "failed": {...}}``; exits 1 on any failure.
 """
 
@@ -21,10 +21,14 @@ def main():
 
     mxapi.prepare_kernel()  # as every kit notebook's first cell does: numpy semantics on in MXNet 2.0
     passed, failed = [], {}
-    for fname in sorted(os.listdir(HERE)):
+    common = os.path.join(os.path.dirname(HERE), "common")
+    sys.path.insert(0, common)
+    found = [("tests.kernel.", f) for f in sorted(os.listdir(HERE))]
+    found += [("", f) for f in sorted(os.listdir(common))]
+    for package, fname in found:
         if not (fname.startswith("test_") and fname.endswith(".py")):
             continue
-        module = importlib.import_module("tests.kernel." + fname[:-3])
+        module = importlib.import_module(package + fname[:-3])
         for name in sorted(dir(module)):
             fn = getattr(module, name)
             if name.startswith("test_") and callable(fn):

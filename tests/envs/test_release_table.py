@@ -13,7 +13,7 @@ from kit.envs import releases
 from kit.envs.manager import MARKER, EnvManager
 from kit.home import KitHome
 
-TABLE = releases.known_names()  # tests/test_releases.py pins the exact list
+TABLE = releases.known_names()  # tests/envs/test_releases.py pins the exact list
 
 
 @pytest.fixture

@@ -147,3 +147,20 @@ def test_the_python36_check_rejects_newer_syntax(copy):
         [found.stdout.strip(), str(copy / "scripts" / "check-py36.py")], capture_output=True, text=True
     )
     assert bad.returncode == 1 and "kit/common/cases.py:1" in bad.stdout
+
+
+#: folders of tests that are not a package's: the repository's own files, and notebooks the tests run
+NOT_PACKAGES = {"repository", "notebooks"}
+
+
+def test_the_tests_mirror_the_packages_with_one_convention_for_fast_tests():
+    tests = REPO / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"} - NOT_PACKAGES
+    packages = {p.name for p in (REPO / "kit").iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= packages, folders - packages  # tests/<package>/ for kit/<package>/
+    rooms = {p.name for p in (tests / "kernel").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert rooms <= {r.rsplit(".", 1)[1] for r in _kernel_rooms()}, rooms  # tests/kernel/<room>/ likewise
+    assert not list(tests.glob("test_*.py"))  # no flat hall of tests
+    assert not list(tests.rglob("test_fast_*.py"))  # fast is the absence of the envs marker, not a name
+    makefile = (REPO / "Makefile").read_text()
+    assert '-m "not envs"' in makefile

@@ -159,7 +159,10 @@ def test_a_later_push_sweeps_what_a_crashed_upload_left_and_nothing_else(s3env, 
     _commit(done.root, LENET, "a1")
     stores.push(done, remote, run_id="first")
     _commit(crashing, MLP, "b1")
-    code = "import sys, json, test_store_hostile as t; t._crash_push(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))"
+    code = (
+        "import sys, json; sys.path.insert(0, '..'); import test_store_hostile as t; "
+        "t._crash_push(sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))"
+    )
     crash = subprocess.run(
         [sys.executable, "-c", code, url, str(crashing), json.dumps(s3env["env"])], cwd=os.path.dirname(__file__)
     )

@@ -18,7 +18,7 @@ from kit.envs import kernel_process, kernelspecs
 from kit.execute import kernel_log
 from kit.home import KitHome
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NATIVE = "[12:00:00] src/nnvm/legacy_json_util.cc:209: Loading symbol saved by previous version v1.2.1"
 
 PROGRAM = f"""

@@ -13,7 +13,7 @@ import yaml
 from kit.cli import main
 from kit.results.records import load_allow_list
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
 
 

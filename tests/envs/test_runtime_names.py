@@ -1,6 +1,6 @@
 """Runtimes on the host, without building one: the names and what they refuse, their place in release order and
 direction, their kernel names, the NumPy errors the remedy reads, the operator comparison, and how runtime
-cells count towards a run's verdict and show in its reports. tests/test_runtimes.py builds real ones."""
+cells count towards a run's verdict and show in its reports. tests/envs/test_runtimes.py builds real ones."""
 
 from __future__ import annotations
 

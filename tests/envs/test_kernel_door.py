@@ -17,7 +17,7 @@ from kit.common.errors import KitError, UsageError
 from kit.envs import kernel_process, kernelspecs, limits
 from kit.home import KitHome
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
 import json, os, resource, sys, time

@@ -11,7 +11,7 @@ import nbformat
 from kit.cli import main
 from kit.common.record_schema import new_record
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GLOSSARY = REPO / "docs" / "glossary.md"
 DEPRECATED = {"mxnet_version", "saved_versions", "saved_version", "out_dir", "overwrite", "reference_version"}
 

@@ -353,7 +353,7 @@ def test_a_report_write_that_runs_out_of_disk_leaves_the_previous_report(tmp_pat
     (run_dir / "summary.md").unlink()
     (run_dir / "records").rename(tmp_path / "records")
     previous = _previous_reports(run_dir)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(REPO / "tests"), str(REPO)]))
     proc = subprocess.run(
         [sys.executable, "-c", FULL_DISK, str(run_dir)], capture_output=True, text=True, env=env, timeout=300
     )

@@ -205,7 +205,7 @@ def test_a_terminal_sees_a_live_line_per_running_step(first_run, kit_home):
     )
     assert code == 0, text[-3000:]
     # papermill's cell events, drawn while the step ran (the kernel's own lines beside them are drawn when a
-    # poll catches one; tests/test_progress.py proves those without a race)
+    # poll catches one; tests/execute/test_progress.py proves those without a race)
     assert re.search(rf"reload:{re.escape(NEWEST)}: cell \d+/\d+ \d\d:\d\d", text), text[-3000:]
     assert f"[2/3] reload:{NEWEST}: ok" in text
     assert not list((first_run["runs"] / "tty").glob(".progress/*.json"))  # each step's file ends with it

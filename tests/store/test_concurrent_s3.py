@@ -149,7 +149,10 @@ def test_a_held_lease_makes_others_wait_and_a_dead_holders_is_taken_over(s3env, 
     url = _bucket("kit-lease")
     remote = stores.open_store(url)
     ready = tmp_path / "ready"
-    code = "import sys, test_concurrent_s3 as t; t._hold_lease(sys.argv[1], 'holder', {}, sys.argv[2])"
+    code = (
+        "import sys; sys.path.insert(0, '..'); import test_concurrent_s3 as t; "
+        "t._hold_lease(sys.argv[1], 'holder', {}, sys.argv[2])"
+    )
     holder = subprocess.Popen(
         [sys.executable, "-c", code, url, str(ready)], cwd=os.path.dirname(__file__), env=dict(os.environ)
     )
