@@ -20,7 +20,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from lab_driver import Lab, browser_missing, chromium, launcher_kernels, open_notebook  # noqa: E402
 
 from kit.home import KitHome  # noqa: E402
-from kit.results.runs import runs_dir  # noqa: E402
+from kit.results.runs import default_runs_dir  # noqa: E402
 
 
 def main() -> int:
@@ -32,7 +32,7 @@ def main() -> int:
         print(f"lab-screenshot: {browser_missing()}", file=sys.stderr)
         return 2
     home = KitHome()
-    with tempfile.TemporaryDirectory() as tmp, Lab(home.root, runs_dir(), Path(tmp) / "lab.log") as lab:
+    with tempfile.TemporaryDirectory() as tmp, Lab(home.root, default_runs_dir(), Path(tmp) / "lab.log") as lab:
         driver = chromium(Path(tmp) / "profile", width=1200, height=720)
         try:
             cards = launcher_kernels(driver, lab)

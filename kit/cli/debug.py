@@ -33,7 +33,7 @@ def investigate_cmd(run_id, cell, recompute, runs_dir):
     from kit.debug.investigate import investigate_cell, report_lines
     from kit.results.cells import Cell
 
-    out = investigate_cell(run_id, Cell.parse(cell), runs_root=runs_dir, recompute=recompute)
+    out = investigate_cell(run_id, Cell.parse(cell), runs_dir=runs_dir, recompute=recompute)
     for line in report_lines(json.loads(out["json"].read_text()), out["notebook"]):
         click.echo(line)
 
@@ -62,7 +62,7 @@ def convert_cmd(run_id, cell, remedy, out, runs_dir):
     from kit.debug.convert import convert_cell
     from kit.results.cells import Cell
 
-    done = convert_cell(run_id, Cell.parse(cell), remedy=remedy, out=out, runs_root=runs_dir)
+    done = convert_cell(run_id, Cell.parse(cell), remedy=remedy, out=out, runs_dir=runs_dir)
     rec = done["record"]
     max_abs = (rec.get("summary") or {}).get("max_abs")
     click.echo(f"converted {cell} with {done['remedy']}: {done['out']}")
@@ -98,7 +98,7 @@ def bisect_cmd(model, api, good, bad, saved_with, store, run_id, runs_dir, allow
         saved_with=saved_with,
         store=store,
         run_id=run_id,
-        runs_root=runs_dir,
+        runs_dir=runs_dir,
         allow_fallback=allow_fallback,
         on_event=click.echo,
     )
@@ -133,7 +133,7 @@ def bundle_cmd(run_id, cell, out, runs_dir):
     from kit.results.cells import Cell
 
     if cell:
-        path = make_bundle(run_id, Cell.parse(cell), runs_root=runs_dir, out=out)
+        path = make_bundle(run_id, Cell.parse(cell), runs_dir=runs_dir, out=out)
     else:
-        path = make_run_bundle(run_id, runs_root=runs_dir, out=out)
+        path = make_run_bundle(run_id, runs_dir=runs_dir, out=out)
     click.echo(str(path))

@@ -153,7 +153,7 @@ def check_model_cmd(
     )
     req.models = [manifest["model"]]
     outcome = matrix.run_matrix(
-        req, run_id=run_id, jobs=jobs, runs_root=runs_dir, on_event=click.echo, home=home, progress_line=None
+        req, run_id=run_id, jobs=jobs, runs_dir=runs_dir, on_event=click.echo, home=home, progress_line=None
     )
     if to:
         for line in check_model.keep_onnx(outcome.run_dir, manifest["model"], prefix):

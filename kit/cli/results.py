@@ -29,8 +29,7 @@ def report_cmd(run_id, issue, as_json, webhook, runs_dir):
       mxcompat report 20261203-020000 --webhook https://hooks.example.com/T000/B000
     """
     from kit.results import issue_report
-    from kit.results.runs import Run
-    from kit.results.runs import runs_dir as default_runs_dir
+    from kit.results.runs import Run, default_runs_dir
 
     run = Run(runs_dir or default_runs_dir(), run_id)
     if issue:
@@ -65,8 +64,7 @@ def compare_cmd(before, after, as_json, runs_dir):
       mxcompat compare 20261204-020000 latest --json
     """
     from kit.results.compare import compare_runs, lines
-    from kit.results.runs import Run
-    from kit.results.runs import runs_dir as default_runs_dir
+    from kit.results.runs import Run, default_runs_dir
 
     root = runs_dir or default_runs_dir()
     result = compare_runs(Run(root, before), Run(root, after))

@@ -125,7 +125,7 @@ def run_cmd(
 
     # how the steps run (matrix.Execution's options): the same for a new run and a resumed one
     execution = dict(
-        jobs=jobs, runs_root=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo, progress_line=None
+        jobs=jobs, runs_dir=runs_dir, executor=executor, scheduler=scheduler, on_event=click.echo, progress_line=None
     )
     if resume_id:
         given = [

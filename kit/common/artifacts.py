@@ -24,6 +24,7 @@ except ImportError:  # not POSIX: artifacts are not locked across processes ther
 import numpy as np
 
 from kit.common import declared_sizes
+from kit.common.errors import KitError
 from kit.common.names import is_safe_name, is_safe_relative
 
 MANIFEST = "manifest.json"
@@ -401,3 +402,13 @@ def verify(folder, manifest=None):
         if not os.path.realpath(path).startswith(inside) or not os.path.isfile(path) or sha256_file(path) != digest:
             bad.append(name)  # a link out of the artifact counts as missing: nothing outside is read
     return bad
+
+
+def verified_manifest(folder, nothing_done):
+    """The manifest of the artifact ``folder`` once its files verify and their contents are sound; else a
+    KitError that says the artifact is corrupt and ``nothing_done`` (e.g. "nothing was converted")."""
+    manifest = read_json(os.path.join(folder, MANIFEST))
+    bad = verify(folder, manifest) or content_problems(folder, manifest)
+    if bad:
+        raise KitError("artifact %s is corrupt (%s): %s" % (folder, "; ".join(bad), nothing_done))
+    return manifest

@@ -18,7 +18,7 @@ from kit.execute import notebook_parameters
 from kit.execute.steps import execute_step
 from kit.home import KitHome
 from kit.orchestrate.plan import release_step
-from kit.results.runs import Run, new_run_id, runs_dir
+from kit.results.runs import Run, default_runs_dir, new_run_id
 
 
 def verdict_class(verdict: str) -> str:
@@ -71,7 +71,7 @@ def bisect(
     saved_with: str | None = None,
     store: str | None = None,
     run_id: str | None = None,
-    runs_root: str | Path | None = None,
+    runs_dir: str | Path | None = None,
     home: KitHome | None = None,
     allow_fallback: bool = False,
     on_event: Callable[[str], None] = print,
@@ -93,7 +93,7 @@ def bisect(
         raise UsageError("--good and --bad must be two different releases")
     saved_with = check_release(saved_with or good)
     store_dir = Path(store).expanduser().resolve() if store else home.store
-    run = Run(runs_root or runs_dir(), run_id or f"bisect-{new_run_id()}")
+    run = Run(runs_dir or default_runs_dir(), run_id or f"bisect-{new_run_id()}")
     if run.exists():
         raise UsageError(f"run {run.id} already exists")
     run.lock()

@@ -16,7 +16,7 @@ from kit.debug.run_files import cell_artifact, read_record, record_path, run_sto
 from kit.results.cells import Cell
 from kit.results.markdown import md_code, md_fence, md_text
 from kit.results.reports import reproduce_command
-from kit.results.runs import Run, executed_notebook, runs_dir
+from kit.results.runs import Run, default_runs_dir, executed_notebook
 
 
 def _fmt(x) -> str:
@@ -175,11 +175,11 @@ def _made_by(train_notebook: Path | None) -> str | None:
     return "this run's train step"
 
 
-def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None, out: str | Path | None = None) -> Path:
+def make_bundle(run_id: str, cell: Cell, *, runs_dir: str | Path | None = None, out: str | Path | None = None) -> Path:
     """Zip the evidence of ``cell``: notebooks and their HTML, record, manifests, fingerprints, README.md."""
     from kit.results.reports import write_html
 
-    run = Run(runs_root or runs_dir(), run_id)
+    run = Run(runs_dir or default_runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()
@@ -233,12 +233,12 @@ def make_bundle(run_id: str, cell: Cell, *, runs_root: str | Path | None = None,
 RUN_BUNDLE_SKIPS = ("bundles", ".lock")
 
 
-def make_run_bundle(run_id: str, *, runs_root: str | Path | None = None, out: str | Path | None = None) -> Path:
+def make_run_bundle(run_id: str, *, runs_dir: str | Path | None = None, out: str | Path | None = None) -> Path:
     """Zip a whole run: its folder (notebooks, records, reports, logs) and, from the store, the manifest and
     the train notebook of every artifact its records checked, under ``store/RELEASE/MODEL/API/``."""
     from kit.results.records import load_records
 
-    run = Run(runs_root or runs_dir(), run_id)
+    run = Run(runs_dir or default_runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     store = run_store(run)

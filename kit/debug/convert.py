@@ -19,7 +19,7 @@ from kit.debug.run_files import cell_artifact, read_record, run_store
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
 from kit.results.cells import Cell
-from kit.results.runs import Run, runs_dir
+from kit.results.runs import Run, default_runs_dir
 
 
 def choose_remedy(record: dict, cell: Cell, asked: str | None = None) -> str:
@@ -60,7 +60,7 @@ def convert_cell(
     *,
     remedy: str | None = None,
     out: str | Path | None = None,
-    runs_root: str | Path | None = None,
+    runs_dir: str | Path | None = None,
     home: KitHome | None = None,
 ) -> dict:
     """Convert ``cell``'s artifact with its verified remedy into ``<out>/<cell>/`` (``out`` default
@@ -72,7 +72,7 @@ def convert_cell(
     goes to ``RUN/logs/convert-<cell>.log`` (a failure names it and shows its tail).
     """
     home = home or KitHome()
-    run = Run(runs_root or runs_dir(), run_id)
+    run = Run(runs_dir or default_runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     record = read_record(run, cell)

@@ -24,14 +24,14 @@ from kit.execute import kernel_log, notebook_parameters
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
 from kit.home import KitHome
 from kit.results.cells import Cell
-from kit.results.runs import Run, runs_dir
+from kit.results.runs import Run, default_runs_dir
 
 
 def investigate_cell(
     run_id: str,
     cell: Cell,
     *,
-    runs_root: str | Path | None = None,
+    runs_dir: str | Path | None = None,
     home: KitHome | None = None,
     recompute: bool = False,
     tolerance: dict | None = None,
@@ -42,7 +42,7 @@ def investigate_cell(
     instead of using those recorded at train time.
     """
     home = home or KitHome()
-    run = Run(runs_root or runs_dir(), run_id)
+    run = Run(runs_dir or default_runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     manifest = run.read_manifest()

@@ -32,7 +32,7 @@ from kit.orchestrate.request import RunRequest, check_environments, check_writab
 from kit.results import reports
 from kit.results.records import load_records, load_run
 from kit.results.reports import skipped_line, step_cause
-from kit.results.runs import LATEST, Run, new_run_id, runs_dir
+from kit.results.runs import LATEST, Run, default_runs_dir, new_run_id
 from kit.results.signatures import Group
 
 FINISHED = ("ok", "cached")
@@ -56,7 +56,7 @@ class Execution:
     """Where and how a run's steps run: the options :func:`run_matrix` and :func:`resume` share."""
 
     jobs: int = 1
-    runs_root: str | Path | None = None
+    runs_dir: str | Path | None = None
     executor: str = "local"
     scheduler: str | None = None  # the Dask scheduler's address, for executor="dask"
     home: KitHome | None = None
@@ -88,7 +88,7 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
     how = Execution(**options)
     req = req.normalized()
     validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
-    root = how.runs_root or runs_dir()
+    root = how.runs_dir or default_runs_dir()
     run = Run(root, run_id or new_run_id(root))
     if run.id == LATEST:
         raise UsageError(f"{LATEST} names the link to the newest run", hint="pick another --run-id")
@@ -166,7 +166,7 @@ def resume(run_id: str, *, limits: dict | None = None, **options) -> RunOutcome:
     wherever the folder now is, never paths the file spells.
     """
     how = Execution(**options)
-    run = Run(how.runs_root or runs_dir(), run_id)
+    run = Run(how.runs_dir or default_runs_dir(), run_id)
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     run.lock()

@@ -37,7 +37,7 @@ def read_manifest(run_dir: str | Path) -> dict:
     return manifest
 
 
-def runs_dir() -> Path:
+def default_runs_dir() -> Path:
     return Path(os.environ.get("MXCOMPAT_RUNS_DIR") or REPO_ROOT / "runs")
 
 

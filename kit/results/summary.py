@@ -35,7 +35,7 @@ from kit.results import (  # noqa: E402
 )
 from kit.results.markdown import md_code, md_text  # noqa: E402
 from kit.results.records import load_run, worst  # noqa: E402
-from kit.results.runs import RUN_MANIFEST, runs_dir  # noqa: E402
+from kit.results.runs import RUN_MANIFEST, default_runs_dir  # noqa: E402
 
 #: a heatmap cell whose failing models a verified remedy fixes: this beside its verdict (``✓R 2/3``: 2 of its 3)
 REMEDY_MARK = "✓R"
@@ -67,7 +67,7 @@ def find_run(run_dir: str | Path) -> Path:
     """``run_dir`` as given, or, when relative and not found from here (a notebook opened in notebooks/),
     under the runs folder or beside it: ``runs/latest`` and ``latest`` both name the newest run."""
     path = Path(run_dir)
-    candidates = [path] if path.is_absolute() else [path, runs_dir().parent / path, runs_dir() / path]
+    candidates = [path] if path.is_absolute() else [path, default_runs_dir().parent / path, default_runs_dir() / path]
     for candidate in candidates:
         if (candidate / RUN_MANIFEST).is_file():
             return candidate

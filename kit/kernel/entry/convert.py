@@ -35,10 +35,7 @@ def convert(release, saved, model, api, folder, out, remedy, error_text, overrid
     """Write the artifact ``folder`` remedied by ``remedy`` into ``out``; reload it natively (through
     ``check_api``, default the artifact's own API); the record."""
     mxapi.prepare_kernel()
-    manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
-    bad = artifacts.verify(folder, manifest) or artifacts.content_problems(folder, manifest)
-    if bad:
-        raise KitError("artifact %s is corrupt (%s): nothing was converted" % (folder, "; ".join(bad)))
+    manifest = artifacts.verified_manifest(folder, "nothing was converted")
     reference = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
     spec = zoo.MODELS.get(model)
     adapter = adapters.ADAPTERS[api]

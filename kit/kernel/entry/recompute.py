@@ -9,7 +9,6 @@ import os
 import sys
 
 from kit.common import artifacts
-from kit.common.errors import KitError
 from kit.common.main_protocol import serve
 from kit.kernel.models import zoo
 from kit.kernel.mx import internals, mxapi
@@ -20,10 +19,7 @@ def recompute(request):
     """Write the internals of the artifact ``request["folder"]`` to ``request["out"]``; ``{"out"}``."""
     folder, out, release = request["folder"], request["out"], request["release"]
     mxapi.prepare_kernel()
-    manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
-    bad = artifacts.verify(folder, manifest) or artifacts.content_problems(folder, manifest)
-    if bad:
-        raise KitError("artifact %s is corrupt (%s): nothing was computed" % (folder, "; ".join(bad)))
+    manifest = artifacts.verified_manifest(folder, "nothing was computed")
     ref = artifacts.load_reference(os.path.join(folder, artifacts.REFERENCE))
     spec, adapter = zoo.get(manifest["model"]), adapters.get(manifest["api"])
     single = any(i["kind"] == "pixels_single" for i in manifest["inputs"])
