@@ -220,14 +220,14 @@ def baseline(names, home, store_tag="store-baseline"):
     for name in names:
         in_env(
             name,
-            f"from kit.kernel import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)",
+            f"from kit.kernel.entry import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)",
         )
     train = time.monotonic() - started
     for name in names:
         in_env(
             name,
-            f"from kit.kernel import reload_run; reload_run.reload_all({name!r}, {str(store)!r}, {str(out)!r}, "
-            f"saved_versions={names!r}, log=lambda m: None)",
+            f"from kit.kernel.entry import reload_run; reload_run.reload_all({name!r}, {str(store)!r}, {str(out)!r}, "
+            f"saved_with={names!r}, log=lambda m: None)",
         )
     total = time.monotonic() - started
     return {
