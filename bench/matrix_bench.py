@@ -220,7 +220,8 @@ def baseline(names, home, store_tag="store-baseline"):
     for name in names:
         in_env(
             name,
-            f"from kit.kernel.entry import train_run; train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)",
+            "from kit.kernel.entry import train_run; "
+            f"train_run.train_and_save({name!r}, {str(store)!r}, log=lambda m: None)",
         )
     train = time.monotonic() - started
     for name in names:
