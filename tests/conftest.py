@@ -167,9 +167,7 @@ def matrix_run(
 
 
 def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:
-    """reload.ipynb on the newest release over ``store``, executed into ``out_dir`` (records in its records/).
-
-    It passes the notebook's old parameter names (mxnet_version, out_dir) on purpose: they must keep working."""
+    """reload.ipynb on the newest release over ``store``, executed into ``out_dir`` (records in its records/)."""
     from kit.execute.notebooks import NOTEBOOKS, run_notebook
     from kit.home import KitHome
 
@@ -177,7 +175,7 @@ def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:
         NOTEBOOKS / "reload.ipynb",
         out_dir / "reload.ipynb",
         f"mxnet-{NEWEST}",
-        {"mxnet_version": NEWEST, "store": str(store), "out_dir": str(out_dir)},
+        {"release": NEWEST, "store": str(store), "run_dir": str(out_dir)},
         home=KitHome(kit_home),
     )
 

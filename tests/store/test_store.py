@@ -150,12 +150,12 @@ def test_versioned_weights_stay_loadable(trained_store, kit_home, tmp_path):
         tmp_path / "retrain.ipynb",
         f"mxnet-{NEWEST}",
         {
-            "mxnet_version": NEWEST,
-            "out_dir": str(store),
+            "release": NEWEST,
+            "store": str(store),
             "models": ["mlp"],
             "apis": ["export"],
             "seed": 7,
-            "overwrite": True,
+            "retrain": True,
         },
         home=KitHome(kit_home),
     )

@@ -165,7 +165,7 @@ def test_baselines_are_frozen_unless_overwritten(trained_store, kit_home, tmp_pa
         NOTEBOOKS / "train.ipynb",
         out,
         f"mxnet-{NEWEST}",
-        {"mxnet_version": NEWEST, "out_dir": str(store), "models": ["mlp"]},
+        {"release": NEWEST, "store": str(store), "models": ["mlp"]},
         home=KitHome(kit_home),
     )
     assert path.read_text() == before
@@ -185,7 +185,7 @@ def test_wrong_kernel_fails_loudly_with_the_cell_visible(built_envs, kit_home, t
             NOTEBOOKS / "train.ipynb",
             out,
             f"mxnet-{OLDEST}",
-            {"mxnet_version": NEWEST, "out_dir": str(tmp_path / "store")},
+            {"release": NEWEST, "store": str(tmp_path / "store")},
             home=KitHome(kit_home),
         )
     assert "this kernel runs MXNet 1.0.0, but release is '1.9.1'" in str(e.value)
