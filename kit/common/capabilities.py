@@ -42,9 +42,18 @@ VISION_MODELS = (
 #: the models of MXNet's own nightly backwards-compatibility checker (kit.kernel.models.mbcc_models), whose saved
 #: files ``mxcompat store import-mbcc`` imports: the group "mbcc", opt-in and not part of "all".
 MBCC_MODELS = ("mbcc_mlp", "mbcc_lenet", "mbcc_lstm")
-MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS
+#: Module models carrying operator families third-party checkpoints use and exporters miss (a face-attribute
+#: net's PReLU, a detection net's SoftmaxActivation): the group "families", opt-in and not part of "all".
+FAMILY_MODELS = ("face_prelu", "detect_softmax")
+MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS + FAMILY_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
-MODEL_GROUPS = {"core": CORE_MODELS, "vision": VISION_MODELS, "all": CORE_MODELS + VISION_MODELS, "mbcc": MBCC_MODELS}
+MODEL_GROUPS = {
+    "core": CORE_MODELS,
+    "vision": VISION_MODELS,
+    "all": CORE_MODELS + VISION_MODELS,
+    "mbcc": MBCC_MODELS,
+    "families": FAMILY_MODELS,
+}
 
 GLUON2 = "2.0.0a0"  # the first release with the Gluon 2.0 interface (forward, no prefixes, numpy semantics)
 _GLUON2_NOTE = "MXNet 2.0"

@@ -180,13 +180,20 @@ def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "onnxruntime", types.SimpleNamespace(InferenceSession=Session))
     np.savez(tmp_path / "in.npz", data=np.ones((1, 2), dtype=np.float32))
     sessions = OrderedDict()
-    models = [f"m{i}.onnx" for i in range(7)] + ["m6.onnx", "m2.onnx"]
+    for i in range(7):
+        (tmp_path / f"m{i}.onnx").write_bytes(b"model %d" % i)
+    models = [str(tmp_path / f"m{i}.onnx") for i in list(range(7)) + [6, 2]]
     for i, model in enumerate(models):
         request = {"model": model, "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / f"out{i}.npz")}
         assert onnx_worker._run(sessions, request) == {"ok": True}
         assert len(sessions) <= onnx_worker.MAX_SESSIONS
-    assert list(sessions) == ["m4.onnx", "m5.onnx", "m6.onnx", "m2.onnx"]  # the newest, most recent last
-    assert opened.count("m6.onnx") == 1 and opened.count("m2.onnx") == 2  # kept: reused; dropped: opened again
+    assert [Path(key[0]).name for key in sessions] == ["m4.onnx", "m5.onnx", "m6.onnx", "m2.onnx"]  # newest last
+    opened_names = [Path(m).name for m in opened]
+    assert opened_names.count("m6.onnx") == 1 and opened_names.count("m2.onnx") == 2  # kept: reused; dropped: again
+    (tmp_path / "m2.onnx").write_bytes(b"model 2, exported again by a remedy's next edit")
+    request = {"model": models[-1], "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / "again.npz")}
+    assert onnx_worker._run(sessions, request) == {"ok": True}
+    assert len(opened) == 9  # a file written again is a new model: never the session of what it held before
 
 
 def test_closing_the_onnx_worker_never_waits_forever(monkeypatch):

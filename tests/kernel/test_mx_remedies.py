@@ -9,6 +9,7 @@ import mxnet as mx
 import numpy as np
 
 from kit.common.remedy_reasons import no_remedy_reason
+from kit.kernel.mx import mxapi
 from kit.kernel.remedies import attempts, base, graph, params
 
 
@@ -193,3 +194,54 @@ def test_a_remedys_private_copy_never_follows_a_name_out_of_the_artifact():
     finally:
         base.tempfile.mkdtemp = real_mkdtemp
         shutil.rmtree(root)
+
+
+def _forward(sym, arrays, x):
+    args = dict(arrays, data=mx.nd.array(x))
+    exe = mxapi.bind(
+        sym,
+        dict((k, v) for k, v in args.items() if k in sym.list_arguments()),
+        dict((k, v) for k, v in args.items() if k in sym.list_auxiliary_states()),
+    )
+    return exe.forward(is_train=False)[0].asnumpy()
+
+
+def test_the_export_rewrites_compute_what_mxnet_computes_from_the_same_stored_values():
+    """PReLU as relu(x) - slope * relu(-x) and SoftmaxActivation as softmax (both modes), rebuilt node by node:
+    MXNet computes the same outputs from the unchanged parameters (the slope per channel, not broadcast)."""
+    if not (hasattr(mx.sym, "SoftmaxActivation") and hasattr(mx.sym, "LeakyReLU")):
+        return  # a release without the legacy operators has no such checkpoints
+    from kit.kernel.remedies import export_ops
+
+    x = mx.sym.var("data")
+    y = mx.sym.Convolution(x, num_filter=4, kernel=(3, 3), pad=(1, 1), name="conv1")
+    y = mx.sym.BatchNorm(y, name="bn1")
+    y = mx.sym.LeakyReLU(y, act_type="prelu", name="prelu1")
+    y = mx.sym.SoftmaxActivation(y, mode="channel", name="cls_prob")
+    y = mx.sym.FullyConnected(mx.sym.Flatten(y), num_hidden=5, name="fc1")
+    sym = mx.sym.SoftmaxActivation(y, name="fc1_prob")
+    shapes = {"data": (2, 3, 6, 6)}
+    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    rng = np.random.RandomState(0)
+    arrays = dict(
+        (n, mx.nd.array(rng.uniform(-1, 1, s)))
+        for n, s in list(zip(sym.list_arguments(), arg_shapes)) + list(zip(sym.list_auxiliary_states(), aux_shapes))
+        if n != "data"
+    )
+    arrays["prelu1_gamma"] = mx.nd.array([0.1, 0.5, -0.3, 2.0])  # a slope per channel, none of them alike
+    arrays["bn1_moving_var"] = mx.nd.array([1.0, 2.0, 0.5, 1.5])
+    x_value = rng.uniform(-2, 2, shapes["data"]).astype(np.float32)
+    expected = _forward(sym, arrays, x_value)
+
+    def replace(node, inputs, attrs, shape):  # both rewrites, as a user who pastes both would combine them
+        prelu = export_ops.prelu_on_channels(node, inputs, attrs, shape)
+        return prelu if prelu is not None else export_ops.softmax_by_mode(node, inputs, attrs, shape)
+
+    rebuilt = export_ops.rebuild(sym, replace, shapes)
+    ops = set(n["op"] for n in json.loads(rebuilt.tojson())["nodes"])
+    assert "LeakyReLU" not in ops and "SoftmaxActivation" not in ops and "softmax" in ops, ops
+    assert sorted(rebuilt.list_arguments()) == sorted(sym.list_arguments())  # the saved parameters still bind
+    got = _forward(rebuilt, arrays, x_value)
+    assert got.shape == expected.shape and np.abs(got - expected).max() < 1e-5, np.abs(got - expected).max()
+    unchanged = export_ops.rebuild(sym, lambda node, inputs, attrs, shape: None)
+    assert np.abs(_forward(unchanged, arrays, x_value) - expected).max() == 0.0

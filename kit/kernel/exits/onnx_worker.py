@@ -9,11 +9,13 @@ request a line on stdin and answers one JSON line on stdout:
   ``{"ok": false, "phase": "session"|"run", "error_type", "error", "traceback"}``, the error verbatim.
 
 It keeps the sessions of the last :data:`MAX_SESSIONS` models (a run's cells ask for each model a few times in
-a row). ``python -m kit.kernel.exits.onnx_worker REQUEST.json`` only greets, as kit.common.main_protocol answers: the
-environment's probe.
+a row), each under its file's path, size and modification time: a file written again (a remedy's next edit,
+exported to the same path) gets a new session. ``python -m kit.kernel.exits.onnx_worker REQUEST.json`` only
+greets, as kit.common.main_protocol answers: the environment's probe.
 """
 
 import json
+import os
 import sys
 import traceback
 from collections import OrderedDict
@@ -41,10 +43,12 @@ def _run(sessions, request):
 
     phase = "session"
     try:
-        session = sessions.pop(request["model"], None)
+        stat = os.stat(request["model"])
+        key = (request["model"], stat.st_size, stat.st_mtime_ns)
+        session = sessions.pop(key, None)
         if session is None:
             session = ort.InferenceSession(request["model"], providers=["CPUExecutionProvider"])
-        sessions[request["model"]] = session  # the newest last
+        sessions[key] = session  # the newest last
         while len(sessions) > MAX_SESSIONS:
             sessions.popitem(last=False)
         phase = "run"

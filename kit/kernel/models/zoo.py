@@ -190,6 +190,34 @@ def build_symbolic(release, variant=None):
     return mx.sym.SoftmaxOutput(symbolic_body(), name="softmax")
 
 
+def build_face_prelu(release, variant=None):
+    """A face-attribute net as MXNet 1.x checkpoints have it: conv, BatchNorm, PReLU (a learned slope per
+    channel, starting at 0.25), pooling, FC, a SoftmaxOutput head."""
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.BatchNorm(x, name="bn1")
+    slope = mx.sym.var("prelu1_gamma", init=mx.init.Constant(0.25))
+    x = mx.sym.LeakyReLU(x, gamma=slope, act_type="prelu", name="prelu1")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=4, name="fc1")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def build_detect_softmax(release, variant=None):
+    """A detection head as MXNet 0.8-1.5 checkpoints have it: per-location class scores through
+    SoftmaxActivation over channels, and an instance-mode SoftmaxActivation on pooled features."""
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    scores = mx.sym.Convolution(x, num_filter=4, kernel=(1, 1), name="cls_score")
+    x = mx.sym.SoftmaxActivation(scores, mode="channel", name="cls_prob")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="avg", name="pool1")
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=6, name="fc1")
+    x = mx.sym.SoftmaxActivation(x, name="fc1_prob")  # mode "instance", the default
+    x = mx.sym.FullyConnected(x, num_hidden=4, name="fc2")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
 def port_e2e(release, variant=None):
     batched = e2e_batched(release) if not variant else bool(variant.get("batched"))
     return zoo_gluon2.EndToEnd(E2E_NET_SIZE if batched else None, MEAN, STD)
@@ -290,8 +318,22 @@ MODELS = dict(
     ]
 )
 MODELS.update((spec.name, spec) for spec in vision_zoo.SPECS)  # after the hand-written ones, in their order
-# MXNet's own backwards-compatibility checker's models (mxcompat store import-mbcc), last
+# MXNet's own backwards-compatibility checker's models (mxcompat store import-mbcc)
 MODELS.update((spec.name, spec) for spec in mbcc_models.SPECS)
+
+
+# operator families of third-party checkpoints (the group "families"), last: Module models, no Gluon 2.0 port
+def _module_model(name, description, build):
+    return _spec(name, description, _images(3, 16), build, None, kind="symbol", label_names=("softmax_label",))
+
+
+FAMILY_SPECS = [
+    _module_model("face_prelu", "mx.sym conv-BN-PReLU-pool-FC-SoftmaxOutput: a face net's PReLU", build_face_prelu),
+    _module_model(
+        "detect_softmax", "mx.sym conv-SoftmaxActivation (channel, instance)-FC: a detection head", build_detect_softmax
+    ),
+]
+MODELS.update((spec.name, spec) for spec in FAMILY_SPECS)
 
 
 def get(name):

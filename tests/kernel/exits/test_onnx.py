@@ -138,6 +138,45 @@ def test_every_core_model_gets_an_onnx_verdict(onnx_run):
             assert not rec["remedy"]["fixed"] and operator in rec["remedy"]["why_none"]
 
 
+def test_checkpoint_families_leave_through_their_remedies(onnx_run, kit_home, tmp_path):
+    """A face-attribute net's per-channel PReLU and a detection head's SoftmaxActivation (both modes), saved by
+    1.9.1 as Module checkpoints: neither exports as it is; each leaves through its chain of remedies, verified
+    close to MXNet's outputs on the same reference cases (the cell's own verdict stays)."""
+    proc = run_cli(
+        "run",
+        "--save",
+        "1.9.1",
+        "--models",
+        "families",
+        "--apis",
+        "module_checkpoint",
+        "--load",
+        "onnx",
+        "--store",
+        str(tmp_path / "store"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--run-id",
+        "families",
+        home=kit_home,
+        timeout=900,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # failing ONNX cells fail the run
+    records = {r["model"]: r for r in read_records(tmp_path / "runs" / "families").values() if r["api"] == "onnx"}
+    assert set(records) == {"face_prelu", "detect_softmax"}
+    face, detect = records["face_prelu"], records["detect_softmax"]
+    assert face["verdict"] == "load-error" and "convert_softmax_output" in face["error"]
+    assert detect["verdict"] == "load-error" and "op type SoftmaxActivation" in detect["error"]
+    assert face["remedy"]["name"] == "softmax_output_as_softmax+prelu_slope_broadcast"
+    assert detect["remedy"]["name"] == "softmax_activation_as_softmax+softmax_output_as_softmax"
+    for rec in (face, detect):
+        assert rec["remedy"]["fixed"] and rec["remedy"]["verdict"] in ("identical", "close"), rec["remedy"]
+        assert rec["remedy"]["summary"]["max_abs"] < 1e-4 and rec["remedy"]["summary"]["top1_agreement"] == 1.0
+    assert "rewrote LeakyReLU 'prelu1' before export" in face["remedy"]["changed"]
+    assert "rewrote SoftmaxActivation 'cls_prob', 'fc1_prob' before export" in detect["remedy"]["changed"]
+    assert "def rebuild(sym, replace, shapes=None):" in face["remedy"]["user_code"]  # what a user pastes, helpers too
+
+
 def test_the_onnx_files_run_outside_the_kit(onnx_run, kit_home):
     for saved in SAVED:
         for model in RUNS:
