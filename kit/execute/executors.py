@@ -18,8 +18,8 @@ from kit.execute.steps import Step, StepResult
 class Executor(ABC):
     """What the orchestrator (:mod:`kit.orchestrate.matrix`) asks of an executor; each one subclasses it.
 
-    It is made with ``executor(jobs, store_location=, home=, run=, on_event=, on_progress=, scheduler=)``
-    (:func:`get_executor`; an executor takes the options it needs and ignores the rest) and declares its traits.
+    It is made with :data:`OPTIONS` (:func:`get_executor`; an executor takes the options it needs and ignores
+    the rest) and declares its traits.
     """
 
     #: the name ``--executor`` gives it
@@ -78,6 +78,13 @@ def executor_class(name: str) -> type[Executor]:
     return getattr(importlib.import_module(module), cls)
 
 
+#: what an executor is made with (each takes those it needs and ignores the rest)
+OPTIONS = ("jobs", "store_location", "home", "run", "on_event", "on_progress", "scheduler", "endpoint_url")
+
+
 def get_executor(name: str, **options) -> Executor:
-    """An executor by name. ``options``: jobs, store_location, home, run, on_event, on_progress, scheduler (dask's)."""
+    """An executor by name, made with :data:`OPTIONS`; a name outside them is refused, never silently ignored."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(f"get_executor got unknown option(s) {', '.join(unknown)}; known: {', '.join(OPTIONS)}")
     return executor_class(name)(**options)

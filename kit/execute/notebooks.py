@@ -73,7 +73,7 @@ MAX_KEPT = 12
 #: keeps MXNet's memory pool: it is shut down instead)
 KEPT_MEMORY_SHARE = 0.25
 KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
-#: what a prestarted for its step imports while the previous step runs: its notebook's first imports.
+#: what a kernel prestarted for its step imports while the previous step runs: its notebook's first imports.
 #: An import that fails here only prints; the notebook's own import then fails with the cause.
 PRESTART_IMPORTS = {
     # the notebooks' plots and tables too; pandas only where it installed
@@ -110,7 +110,7 @@ def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None =
 
 
 def shutdown_prestarted() -> None:
-    """End every prestarted for a step that did not come."""
+    """End every kernel prestarted for a step that did not come."""
     while _PRESTARTED:
         _shutdown(_PRESTARTED.popitem()[1])
 

@@ -26,13 +26,7 @@ from kit.common.palette import VERDICT_COLOURS, text_colour  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.verdicts import PASSING, SEVERITY, UNSUPPORTED  # noqa: E402
 from kit.common.versions import sort_key  # noqa: E402
-from kit.results import (  # noqa: E402
-    leaving,
-    migration,
-    reports,  # noqa: E402
-    runtime_report,
-    signatures,  # noqa: E402
-)
+from kit.results import leaving, migration, reports, runtime_report, signatures  # noqa: E402
 from kit.results.markdown import md_code, md_text  # noqa: E402
 from kit.results.records import load_run, worst  # noqa: E402
 from kit.results.runs import RUN_MANIFEST, default_runs_dir  # noqa: E402

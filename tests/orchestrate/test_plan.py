@@ -85,7 +85,7 @@ def test_executors_are_registered_with_their_traits():
 def test_dask_needs_a_scheduler_and_a_store(tmp_path):
     run = Run(tmp_path, "r")
     with pytest.raises(UsageError, match="--scheduler"):
-        get_executor("dask", store="s3://b/p", run=run)
+        get_executor("dask", store_location="s3://b/p", run=run)
     with pytest.raises(UsageError, match="--store"):
         get_executor("dask", scheduler="tcp://127.0.0.1:1", run=run)
 

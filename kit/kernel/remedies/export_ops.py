@@ -9,6 +9,7 @@ import inspect
 import json
 
 from kit.common.capabilities import ONNX_API
+from kit.kernel.exits import onnx_export
 from kit.kernel.remedies.base import GRAPH_EDIT, Refused, Remedy, register
 
 #: the lines that apply a rewrite to a checkpoint, after the helpers and the rewrite's function
@@ -106,7 +107,9 @@ def softmax_by_mode(node, inputs, attrs, shape):
 
 
 def _input_shapes(work):
-    return dict((i["name"], tuple([1] + list(i["shape"]))) for i in work.manifest.get("inputs") or [])
+    """The artifact's input shapes as its export gives them (a kit manifest's lack the batch, a checkpoint's
+    have it)."""
+    return dict((i["name"], onnx_export.input_shape(i, work.manifest)) for i in work.manifest.get("inputs") or [])
 
 
 class _GraphRewrite(Remedy):
