@@ -42,7 +42,7 @@ started = time.monotonic()
 import mxnet as mx
 import onnxruntime as ort
 imported = time.monotonic() - started
-from kit.kernel.exits import onnx_runtime
+from kit.kernel.exits import runtime_client
 
 net = mx.gluon.nn.HybridSequential()
 net.add(mx.gluon.nn.Conv2D(8, 3, activation="relu"), mx.gluon.nn.MaxPool2D(), mx.gluon.nn.Dense(10))
@@ -64,9 +64,9 @@ t = time.monotonic()
 for _ in range(50):
     s.run(None, {name: x})
 out["in_process_per_run_s"] = (time.monotonic() - t) / 50
-onnx_runtime.configure(sys.argv[1])
+runtime_client.configure("onnxruntime", sys.argv[1])
 t = time.monotonic()
-w = onnx_runtime.session(path, [name])
+w = runtime_client.session("onnxruntime", path, [name])
 b = w.run({name: x})
 out["worker_first_s"] = time.monotonic() - t
 t = time.monotonic()
@@ -75,7 +75,7 @@ for _ in range(50):
 out["worker_per_run_s"] = (time.monotonic() - t) / 50
 out["max_abs_between"] = float(np.abs(a[0] - b[0]).max())
 out["max_abs_vs_mxnet"] = float(np.abs(a[0] - net(mx.nd.array(x)).asnumpy()).max())
-onnx_runtime.close()
+runtime_client.close()
 print("BENCH " + json.dumps(out))
 """
 

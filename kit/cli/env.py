@@ -60,6 +60,8 @@ def env_create(
       mxcompat env create --name 1.9.2rc0 --wheel ./mxnet-1.9.2rc0-py3-none-linux_x86_64.whl
       mxcompat env create onnx          (the ONNX path: 1.9.1 with its exporter, and ONNX Runtime)
       mxcompat env create onnx-1.5.1    (an older exporter, and ONNX Runtime)
+      mxcompat env create openvino      (1.9.1 with its exporter, and OpenVINO)
+      mxcompat env create torch         (1.9.1 with its exporter, and PyTorch with onnx2torch: over 5 GB)
       mxcompat env create 1.9.1+py3.12+numpy1.26.4 1.9.1+py3.13+numpy2.1.3 1.6.0+mkl 1.7.0.post2+native
 
     \b
@@ -135,8 +137,9 @@ def env_table(rows: list[tuple[str, object, dict]]) -> str:
     """
     lines = []
     for name, probe, extra in rows:
-        runtime = probe("onnxruntime")
-        mxnet = f"- (onnxruntime {runtime})" if runtime else probe("mxnet", "-")
+        runtime = probe("runtime")
+        versions = " ".join(f"{k} {v}" for k, v in (probe("versions") or {}).items())
+        mxnet = f"- ({versions or runtime})" if runtime else probe("mxnet", "-")
         packages = (
             [mxnet] + [probe(k, "-") for k in ("python", "numpy")] + [probe(k) or "-" for k in ("matplotlib", "pandas")]
         )
@@ -156,7 +159,7 @@ def env_list():
             e.name,
             e.info,
             {
-                "kernel": e.kernel_name if e.release is None or e.release.has_mxnet else "- (ONNX Runtime worker)",
+                "kernel": e.kernel_name if e.release is None or e.release.has_mxnet else f"- ({e.release.name} worker)",
                 "size": human_size(e.size_bytes()),
                 "runtime": runtime_line(e.runtime) if e.runtime else "-",
                 "health": e.state,

@@ -49,9 +49,10 @@ from kit.home import KitHome
 @click.option(
     "--to",
     "to",
-    metavar="onnx[-RELEASE]",
-    help="Leave MXNet: export the checkpoint to ONNX (with 1.9.1's exporter, or RELEASE's) and check the .onnx "
-    "file in ONNX Runtime; writes PREFIX.onnx and PREFIX.onnx.json (its record) beside the checkpoint.",
+    metavar="EXIT,...",
+    help="Leave MXNet: export the checkpoint to ONNX (with 1.9.1's exporter; onnx-RELEASE: RELEASE's) and check "
+    "it in each exit: onnx (ONNX Runtime: writes PREFIX.onnx), openvino (OpenVINO's IR: PREFIX.xml/.bin), torch "
+    "(TorchScript: PREFIX.pt), each with its record PREFIX.EXIT.json, beside the checkpoint.",
 )
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
@@ -111,9 +112,13 @@ def check_model_cmd(
     parsed = [check_model.parse_input(i) for i in inputs]
     if not load and not to:
         raise UsageError("name the releases to reload in (--load) or where the model goes (--to onnx), or both")
-    if to and not onnx_path.exporter_of(to):
-        raise UsageError(f"--to {to}: only onnx (or onnx-RELEASE) is a destination", hint="e.g. --to onnx")
-    loads = selection.expand(load, EnvManager(home), flag="--load") + ([to] if to else [])
+    exits = csv_list(to)
+    wrong = [e for e in exits if not onnx_path.exit_of(e)]
+    if wrong:
+        raise UsageError(
+            f"--to {', '.join(wrong)}: not a destination", hint="onnx, openvino, torch or onnx-RELEASE, e.g. --to onnx"
+        )
+    loads = selection.expand(load, EnvManager(home), flag="--load") + exits
     req = request.RunRequest(
         save=[saved_with],
         load=loads,
@@ -155,7 +160,7 @@ def check_model_cmd(
     outcome = matrix.run_matrix(
         req, run_id=run_id, jobs=jobs, runs_dir=runs_dir, on_event=click.echo, home=home, progress_line=None
     )
-    if to:
-        for line in check_model.keep_onnx(outcome.run_dir, manifest["model"], prefix):
+    for exit_api in dict.fromkeys(onnx_path.exit_of(e) for e in exits):
+        for line in check_model.keep_exit(outcome.run_dir, manifest["model"], prefix, exit_api):
             click.echo(line)
     report_outcome(outcome)

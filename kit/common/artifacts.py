@@ -24,6 +24,7 @@ except ImportError:  # not POSIX: artifacts are not locked across processes ther
 import numpy as np
 
 from kit.common import declared_sizes
+from kit.common.capabilities import EXIT_APIS
 from kit.common.errors import KitError
 from kit.common.names import is_safe_name, is_safe_relative
 
@@ -47,9 +48,9 @@ def cell_stem(saved, model, api, loaded, archived=None):
 
 
 def inflight_name(release, apis=None):
-    """The in-flight marker of a kernel of ``release``: an ONNX step's apart, as it runs on the same release's
+    """The in-flight marker of a kernel of ``release``: an exit step's apart, as it runs on the same release's
     kernel as that release's reload step, maybe at the same time."""
-    return INFLIGHT % (release + "-onnx" if apis and "onnx" in apis else release)
+    return INFLIGHT % (release + "-onnx" if apis and set(apis) & set(EXIT_APIS) else release)
 
 
 def record_name(saved, model, api, loaded, archived=None):

@@ -23,8 +23,17 @@ ONNX_API = "onnx"
 ONNX_SOURCES = ("export", "module_checkpoint", FOREIGN_API)
 #: the direction of every ONNX cell: out of MXNet, whichever release saved the artifact
 ONNX_DIRECTION = "onnx"
+#: leaving MXNet for OpenVINO: the same ONNX file read by OpenVINO, saved as its IR (.xml/.bin) and run from it
+OPENVINO_API = "openvino"
+#: leaving MXNet for PyTorch: the same ONNX file converted to a ``torch.nn.Module`` (onnx2torch), saved as
+#: TorchScript (.pt, loaded with ``torch.jit.load``, no kit or onnx2torch needed) and run from it
+TORCH_API = "torch"
+#: the exits out of MXNet, each a load path of the graph artifacts and a column of its own -> the environment
+#: (``mxcompat env create NAME``) its runtime runs in, apart from MXNet
+EXIT_RUNTIMES = {ONNX_API: "onnxruntime", OPENVINO_API: "openvino", TORCH_API: "torch"}
+EXIT_APIS = tuple(EXIT_RUNTIMES)
 #: every API a record can have
-LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API, ONNX_API)
+LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API) + EXIT_APIS
 
 #: the zoo's models (kit.kernel.models.zoo builds them; named here so the host can check names without MXNet).
 CORE_MODELS = ("mlp", "lenet", "resnet_bn", "lstm", "embedding", "symbolic", "e2e")
@@ -42,9 +51,10 @@ VISION_MODELS = (
 #: the models of MXNet's own nightly backwards-compatibility checker (kit.kernel.models.mbcc_models), whose saved
 #: files ``mxcompat store import-mbcc`` imports: the group "mbcc", opt-in and not part of "all".
 MBCC_MODELS = ("mbcc_mlp", "mbcc_lenet", "mbcc_lstm")
-#: Module models carrying operator families third-party checkpoints use and exporters miss (a face-attribute
-#: net's PReLU, a detection net's SoftmaxActivation): the group "families", opt-in and not part of "all".
-FAMILY_MODELS = ("face_prelu", "detect_softmax")
+#: models carrying operator families third-party checkpoints use and exporters or converters miss (a face-attribute
+#: net's PReLU, a detection net's SoftmaxActivation, an OCR net's bidirectional GRU): the group "families", opt-in
+#: and not part of "all".
+FAMILY_MODELS = ("face_prelu", "detect_softmax", "bigru")
 MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS + FAMILY_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
 MODEL_GROUPS = {
@@ -66,6 +76,8 @@ _API_SINCE = {
     "module_checkpoint": ("0.11.0", None),
     C_PREDICT_API: ("0.11.0", None),
     ONNX_API: ("1.3.0", "MXNet's ONNX exporter (mx.contrib.onnx) arrived in 1.3"),
+    OPENVINO_API: ("1.3.0", "MXNet's ONNX exporter (mx.contrib.onnx) arrived in 1.3"),
+    TORCH_API: ("1.3.0", "MXNet's ONNX exporter (mx.contrib.onnx) arrived in 1.3"),
 }
 
 # api -> (the release that removed it, why)
@@ -73,11 +85,14 @@ _API_REMOVED = {
     "save_params": (GLUON2, "Block.save_params/load_params were removed in MXNet 2.0"),
     "module_checkpoint": (GLUON2, "the Module API (mx.mod) was removed in MXNet 2.0"),
     C_PREDICT_API: (GLUON2, "MXNet 2.0 does not build the C predict API (c_predict_api.h: MXPredCreate ...)"),
-    ONNX_API: (
-        GLUON2,
-        "the kit exports to ONNX with the 1.x exporters (mx.contrib.onnx, mx.onnx); 2.0's is not measured",
-    ),
 }
+_API_REMOVED.update(
+    (
+        exit_api,
+        (GLUON2, "the kit exports to ONNX with the 1.x exporters (mx.contrib.onnx, mx.onnx); 2.0's is not measured"),
+    )
+    for exit_api in EXIT_APIS
+)
 
 # api -> [(first release, load path)], newest last: how a release loads an artifact saved with ``api``
 _LOAD_PATHS = {
@@ -90,6 +105,14 @@ _LOAD_PATHS = {
     ONNX_API: [
         ("1.3.0", "mx.contrib.onnx.export_model + ONNX Runtime"),
         ("1.9.0", "mx.onnx.export_model + ONNX Runtime"),
+    ],
+    OPENVINO_API: [
+        ("1.3.0", "mx.contrib.onnx.export_model + OpenVINO (read_model, save_model, compile_model)"),
+        ("1.9.0", "mx.onnx.export_model + OpenVINO (read_model, save_model, compile_model)"),
+    ],
+    TORCH_API: [
+        ("1.3.0", "mx.contrib.onnx.export_model + onnx2torch + TorchScript (torch.jit.load)"),
+        ("1.9.0", "mx.onnx.export_model + onnx2torch + TorchScript (torch.jit.load)"),
     ],
 }
 

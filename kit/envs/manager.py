@@ -389,7 +389,7 @@ class EnvManager:
         """Run the kernel-side probe in ``env`` from outside the repository, so only the .pth finds kit (in the
         ONNX Runtime environment, the runtime worker's greeting), through the one door to kernel-side programs."""
         release = release or env.release
-        module = "kit.kernel.entry.probe" if release is None or release.has_mxnet else "kit.kernel.exits.onnx_worker"
+        module = "kit.kernel.entry.probe" if release is None or release.has_mxnet else "kit.kernel.exits.runtime_worker"
         return env.run_main(module, {"release": env.name}, f"probing {env.name}", timeout=300, log=log)
 
     @contextmanager
@@ -441,7 +441,7 @@ class EnvManager:
         problems = []
         spec = kernelspecs.read_kernelspec(self.home, env.kernel_name)
         if not env.release.has_mxnet:
-            pass  # the ONNX Runtime environment is a worker the kernels start, not a kernel
+            pass  # an exit runtime's environment is a worker the kernels start, not a kernel
         elif spec is None:
             problems.append(f"kernel {env.kernel_name} is not registered")
         elif spec["argv"][0] != str(env.python):
@@ -464,7 +464,7 @@ def _expected_libs(steps: list[dict], skipped: list[dict]) -> set[str]:
 
 def _probe_problems(probe: dict, release: Release, expected_libs: set[str] = frozenset()) -> list[str]:
     if not release.has_mxnet:
-        return [] if probe.get("ready") else [f"onnxruntime does not import: {probe.get('error', 'unknown error')}"]
+        return [] if probe.get("ready") else [f"{release.name} does not import: {probe.get('error', 'unknown error')}"]
     problems = []
     for lib, does in (("matplotlib", "draw"), ("pandas", "render a table")):
         if lib in expected_libs and probe.get(lib) is None:

@@ -21,22 +21,48 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_RUNTIMES, ONNX_API
 from kit.common.errors import UsageError
 from kit.envs import releases
 from kit.envs.releases import Release
 
 #: the ONNX Runtime environment's name (and the ``mxcompat env create`` argument that builds it)
-RUNTIME_NAME = "onnxruntime"
-RUNTIME = Release(
-    name=RUNTIME_NAME,
-    python="3.11",
-    requirements=("onnxruntime==1.32.0", "numpy==1.26.4"),
-    expected_version=None,
-    system_libs=(),
-    quirks=("no MXNet: onnxruntime's wheels need numpy >= 1.24, MXNet 1.x needs numpy < 1.24",),
-    kind="onnxruntime",
-)
+RUNTIME_NAME = EXIT_RUNTIMES[ONNX_API]
+
+
+def _runtime(name: str, requirements: tuple[str, ...], quirk: str) -> Release:
+    return Release(
+        name=name,
+        python="3.11",
+        requirements=requirements,
+        expected_version=None,
+        system_libs=(),
+        quirks=("no MXNet: " + quirk,),
+        kind=name,
+    )
+
+
+#: the environment of each exit's runtime (the worker ``kit.kernel.exits.runtime_worker`` runs in it), by name
+RUNTIMES = {
+    "onnxruntime": _runtime(
+        "onnxruntime",
+        ("onnxruntime==1.32.0", "numpy==1.26.4"),
+        "onnxruntime's wheels need numpy >= 1.24, MXNet 1.x needs numpy < 1.24",
+    ),
+    "openvino": _runtime(
+        "openvino",
+        ("openvino==2026.4.1", "numpy==1.26.4"),
+        "OpenVINO's MXNet frontend was removed in 2024; it reads the ONNX file",
+    ),
+    # torch from PyPI brings its CUDA libraries (a 5 GB environment): built when asked for, never unasked
+    "torch": _runtime(
+        "torch",
+        ("torch==2.15.0", "torchvision==0.29.2", "onnx2torch==1.5.15", "onnx==1.23.2", "numpy==1.26.4"),
+        "torch needs numpy >= 1.22 and onnx >= 1.16 (onnx2torch), MXNet 1.9's exporter onnx 1.14",
+    ),
+}
+assert set(RUNTIMES) == set(EXIT_RUNTIMES.values())
+RUNTIME = RUNTIMES[RUNTIME_NAME]
 
 #: release -> the exporter's packages, installed beside that release's own pins (measured, see above)
 EXPORTER_PINS = {
@@ -56,8 +82,9 @@ def env_name(release: str) -> str:
 
 
 def exporter_of(name: str) -> str | None:
-    """The exporting release a load target names: ``onnx`` (the default) or ``onnx-RELEASE``; None for any other."""
-    if name == ONNX_API:
+    """The exporting release a load target names: an exit (``onnx``, ``openvino``, ``torch``: the default
+    exporter's) or ``onnx-RELEASE``; None for any other."""
+    if name in EXIT_RUNTIMES:
         return DEFAULT_EXPORTER
     if name.startswith(PREFIX):
         return name[len(PREFIX) :]
@@ -90,17 +117,35 @@ def exporter(release: str) -> Release:
     )
 
 
+def exit_of(name: str) -> str | None:
+    """The exit a load name asks for: ``onnx``, ``openvino``, ``torch``; ``onnx`` for ``onnx-RELEASE``."""
+    if name in EXIT_RUNTIMES:
+        return name
+    return ONNX_API if exporter_of(name) else None
+
+
 def find(name: str) -> Release | None:
-    """The ONNX path's environment called ``name`` (``onnxruntime``, ``onnx``, ``onnx-RELEASE``), else None."""
-    if name == RUNTIME_NAME:
-        return RUNTIME
+    """The exit path's environment called ``name`` (a runtime's: ``onnxruntime``, ``openvino``, ``torch``; an
+    exporter's: ``onnx-RELEASE``, or ``onnx`` for the default one), else None. ``openvino`` and ``torch`` name
+    their runtime's environment: their exporter is ``onnx``'s."""
+    if name in RUNTIMES:
+        return RUNTIMES[name]
     release = exporter_of(name)
     return exporter(release) if release else None
 
 
 def environments(name: str) -> list[Release]:
-    """What ``mxcompat env create NAME`` builds for a name of the ONNX path: an exporter with the runtime."""
+    """What ``mxcompat env create NAME`` builds for a name of the exit path: an exporter with ONNX Runtime
+    (``onnx``, ``onnx-RELEASE``), a runtime with the default exporter (``openvino``, ``torch``), a runtime alone
+    (``onnxruntime``)."""
     found = find(name)
     if found is None:
         return []
-    return [found] if found is RUNTIME else [found, RUNTIME]
+    if name in RUNTIMES:
+        return [found] if name == RUNTIME_NAME else [exporter(DEFAULT_EXPORTER), found]
+    return [found, RUNTIME]
+
+
+def runtime_python(home, exit_api: str):
+    """The Python of ``exit_api``'s runtime environment in the kit home ``home``."""
+    return home.env_dir(EXIT_RUNTIMES[exit_api]) / "bin" / "python"

@@ -43,12 +43,13 @@ class Release:
     fallback: Fallback | None = None
     custom: bool = False
     source: str = "table"
-    #: "mxnet"; "onnx-exporter" (an MXNet release with its ONNX exporter's pins); "onnxruntime" (no MXNet)
+    #: "mxnet"; "onnx-exporter" (an MXNet release with its ONNX exporter's pins); an exit runtime's name
+    #: ("onnxruntime", "openvino", "torch": no MXNet, see kit.envs.onnx_path.RUNTIMES)
     kind: str = "mxnet"
 
     @property
     def has_mxnet(self) -> bool:
-        return self.kind != "onnxruntime"
+        return self.kind not in capabilities.EXIT_RUNTIMES.values()
 
     #: a runtime's (kit.envs.runtimes): the table release it runs, the MXNET_* switches its kernel sets
     #: ("NAME=VALUE") and the requirements installed past the release's own pins (uv overrides)

@@ -57,10 +57,11 @@ def reload(
     versions: str = "current",
     skip_recorded: bool = False,
     cells: Iterable[str] = (),
-    onnx_runtime: str | os.PathLike | None = None,
+    exit_runtimes: dict | None = None,
 ) -> dict:
     """reload.ipynb's: check in ``release`` what ``saved_with`` (empty: every release) saved in ``store``, one
-    record per cell into ``run_dir``; ``onnx_runtime``, the ONNX Runtime environment's Python for onnx cells."""
+    record per cell into ``run_dir``; ``exit_runtimes``, ``{exit: Python}``, the Python of each exit's runtime
+    environment for its cells (``{"onnx": ONNX Runtime's}``)."""
     return {
         "release": release,
         "store": str(store),
@@ -73,7 +74,7 @@ def reload(
         "versions": versions,
         "skip_recorded": skip_recorded,
         "cells": list(cells),
-        "onnx_runtime": str(onnx_runtime) if onnx_runtime else "",
+        "exit_runtimes": {api: str(python) for api, python in (exit_runtimes or {}).items()},
     }
 
 

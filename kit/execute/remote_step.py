@@ -33,7 +33,7 @@ import uuid
 from pathlib import Path
 
 from kit import store as stores
-from kit.common.capabilities import ONNX_API, ONNX_SOURCES, split_pin
+from kit.common.capabilities import EXIT_APIS, EXIT_RUNTIMES, ONNX_SOURCES, split_pin
 from kit.common.errors import KitError, UsageError
 from kit.common.names import is_safe_name
 from kit.envs import child_env, onnx_path
@@ -207,15 +207,16 @@ def run_remote(task: dict) -> dict:
     remote.write_blob(f"{started_prefix(task['run_id'], step.id)}/{attempt}.json", json.dumps(announce).encode())
     built = ensure_env(home, release, task.get("allow_fallback", False))
     params = dict(step.parameters)
-    if params.get("onnx_runtime"):  # an ONNX step also runs ONNX Runtime: its environment, on this worker
-        built = ensure_env(home, onnx_path.RUNTIME_NAME) or built
-        params["onnx_runtime"] = str(home.env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python")
+    exits = params.get("exit_runtimes") or {}
+    for api in exits:  # an exit's step also runs its runtime: that runtime's environment, on this worker
+        built = ensure_env(home, EXIT_RUNTIMES[api]) or built
+    params["exit_runtimes"] = {api: str(onnx_path.runtime_python(home, api)) for api in exits}
     places = {"store": str(mirror.root), "run": str(scratch)}
     for name, place in PATH_PARAMETERS[kind].items():
         params[name] = places[place]
     models = [split_pin(m)[0] for m in params.get("models") or []] or None  # the store has no pins
     apis = params.get("apis") or None
-    if apis and ONNX_API in apis:  # its cells read the graph artifacts
+    if apis and set(apis) & set(EXIT_APIS):  # its cells read the graph artifacts
         apis = list(ONNX_SOURCES)
     pulled = 0
     if mirror is not remote:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from kit.common import artifacts, run_layout
 from kit.common.capabilities import FOREIGN_API as API
-from kit.common.capabilities import MODEL_NAMES, ONNX_API
+from kit.common.capabilities import MODEL_NAMES
 from kit.common.errors import UsageError
 from kit.common.names import SAFE_NAME
 from kit.envs.manager import EnvManager
 from kit.home import KitHome
+from kit.results import leaving
 
 DTYPES = ("float32", "float64", "float16", "uint8", "int32", "int64")
 
@@ -121,26 +122,40 @@ def prepare(
     return json.loads((final / artifacts.MANIFEST).read_text())
 
 
-def keep_onnx(run_dir: Path, model: str, prefix: str) -> list[str]:
-    """The checkpoint's ONNX export beside it: ``PREFIX.onnx`` (the file ONNX Runtime ran, or the remedied one
-    where only a remedy exports it) and ``PREFIX.onnx.json`` (its record: verdict, max abs, opset, versions);
-    the lines that say what was written."""
+#: exit -> (the suffixes of the files a user leaves with, the record's suffix, how the runtime is named)
+EXIT_FILES = {
+    "onnx": ((".onnx",), ".onnx.json", "ONNX Runtime"),
+    "openvino": ((".xml", ".bin"), ".openvino.json", "OpenVINO"),
+    "torch": ((".pt",), ".torch.json", "PyTorch (TorchScript)"),
+}
+
+
+def keep_exit(run_dir: Path, model: str, prefix: str, exit_api: str) -> list[str]:
+    """The checkpoint's way out through ``exit_api`` beside it: the file its runtime ran (``PREFIX.onnx``;
+    OpenVINO's ``PREFIX.xml``/``.bin``; TorchScript's ``PREFIX.pt``), or the remedied one where only a remedy
+    gets there, and ``PREFIX.<exit>.json`` (its record: verdict, max abs, opset, versions); the lines that say
+    what was written."""
+    suffixes, record_suffix, title = EXIT_FILES[exit_api]
     lines = []
     records = Path(run_layout.records_dir(run_dir))
-    for path in sorted(records.glob(artifacts.record_name("*", model, ONNX_API, "*"))):  # every release's
+    for path in sorted(records.glob(artifacts.record_name("*", model, exit_api, "*"))):  # every release's
         rec = json.loads(path.read_text())
-        target = Path(f"{prefix}.onnx")
-        record = Path(f"{prefix}.onnx.json")
-        source = (rec.get("onnx") or {}).get("file")
+        target = Path(f"{prefix}{suffixes[0]}")
+        record = Path(f"{prefix}{record_suffix}")
+        info = rec.get("onnx") or {}
+        passed = rec["verdict"] in ("identical", "close")  # a file that runs and gives wrong numbers is not handed on
+        source = (info.get("artifact") or info.get("file")) if passed else None
         remedy = rec.get("remedy") or {}
         verdict = rec["verdict"]
-        if not source and remedy.get("fixed"):  # only a remedy exports it: keep that file, said so
-            remedied = sorted((Path(run_dir) / ONNX_API / rec["saved_with"] / model).rglob("*.onnx"))
-            source = str(remedied[0]) if remedied else None
+        if not source and remedy.get("fixed"):  # only a remedy gets there: keep the newest such file, said so
+            remedied = (Path(run_dir) / "onnx" / rec["saved_with"] / model).rglob("*" + suffixes[0])
+            newest = max(remedied, key=lambda p: p.stat().st_mtime, default=None)
+            source = str(newest) if newest else None
             verdict = f"the export with remedy {remedy['name']}: {remedy['verdict']}"
         if source and Path(source).is_file():
-            shutil.copyfile(source, target)
-            lines.append(f"{target}: {verdict} in ONNX Runtime" + _how(rec))
+            for suffix in suffixes:  # OpenVINO's weights beside its .xml
+                shutil.copyfile(str(Path(source).with_suffix(suffix)), f"{prefix}{suffix}")
+            lines.append(f"{target}: {verdict} in {title}" + _how(rec))
         else:
             fix = f"; remedy {remedy['name']}: {remedy['verdict']}" if remedy.get("fixed") else ""
             lines.append(f"no {target}: {rec['verdict']}: {rec.get('reason')}{fix}" + _how(rec))
@@ -151,11 +166,10 @@ def keep_onnx(run_dir: Path, model: str, prefix: str) -> list[str]:
 
 def _how(rec: dict) -> str:
     info = rec.get("onnx") or {}
-    runtime = (info.get("onnxruntime") or {}).get("onnxruntime")
     summary = rec.get("summary") or (rec.get("remedy") or {}).get("summary") or {}
     parts = []
     if summary.get("max_abs") is not None:
         parts.append(f"max abs {summary['max_abs']:.2g}")
     if info:
-        parts.append(f"opset {info.get('opset')}, onnx {info.get('onnx')}, ONNX Runtime {runtime}")
+        parts.append(f"opset {info.get('opset')}, onnx {info.get('onnx')}, {leaving.runtime_version(rec)}")
     return f" ({'; '.join(parts)})" if parts else ""

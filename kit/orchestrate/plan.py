@@ -136,19 +136,20 @@ def plan(req: RunRequest, run: Run, store: Path, skip: set[str] = frozenset(), *
         sources = [s for s in _sources(req, release) if s not in skip]
         if not sources:
             continue
-        exporter = onnx_path.exporter_of(release)  # its kernel exports; ONNX Runtime, in its own environment, runs
+        exporter = onnx_path.exporter_of(release)  # its kernel exports; each exit's runtime, in its own env, runs
+        exits = req.exits or [ONNX_API]  # a request stored before exits were named: ONNX Runtime's
         parameters = notebook_parameters.reload(
             release=exporter or release,
             store=store,
             run_dir=run.dir,
             saved_with=sources,
             models=models,
-            apis=[ONNX_API] if exporter else apis,
+            apis=exits if exporter else apis,
             tolerance=req.tolerance,
             forward=req.forward,
             versions=req.versions,
             cells=req.cells,
-            onnx_runtime=home.env_dir(onnx_path.RUNTIME_NAME) / "bin" / "python" if exporter else None,
+            exit_runtimes={e: onnx_path.runtime_python(home, e) for e in exits} if exporter else None,
         )
         trained = [f"train:{s}" for s in sources if not req.reload_only]
         steps.append(release_step("reload", release, run, parameters, trained, req.limits))

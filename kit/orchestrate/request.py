@@ -15,6 +15,7 @@ from kit.common.capabilities import (
     APIS,
     C_PREDICT_API,
     CORE_MODELS,
+    EXIT_RUNTIMES,
     MODEL_GROUPS,
     MODEL_NAMES,
     ONNX_SOURCES,
@@ -49,6 +50,7 @@ class RunRequest:
     epochs: int = 0  # training epochs of every model that trains; 0: each model's own
     limits: dict = field(default_factory=dict)  # step_timeout, cell_timeout, kernel_memory (kit.envs.limits)
     strict_runtimes: bool = False  # runtime cells (and runtimes that do not import) decide the exit code
+    exits: list[str] = field(default_factory=list)  # the exits --load names (onnx, openvino, torch); normalized()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,12 +82,14 @@ class RunRequest:
         return {r for r in self.save if all((r, m, a) in cells for m, a in wanted)}
 
     def normalized(self) -> RunRequest:
-        """This request in canonical form, as a new one (this one is left as it is): ``onnx`` as its default
-        exporter's release, model groups expanded (every core model when none is named), ``--cells`` made the
-        exact (model, API) pairs they match, the limits filled in. What it cannot resolve is a UsageError here:
+        """This request in canonical form, as a new one (this one is left as it is): an exit (``onnx``,
+        ``openvino``, ``torch``) as its default exporter's release and in :attr:`exits`, model groups expanded
+        (every core model when none is named), ``--cells`` made the exact (model, API) pairs they match, the
+        limits filled in. What it cannot resolve is a UsageError here:
         an unknown model or API, a ``--cells`` pattern that matches nothing, a bad limit. :func:`validate`
         checks the rest."""
         load = list(dict.fromkeys(onnx_path.target(n) for n in self.load))  # onnx: the default exporter's
+        exits = list(dict.fromkeys(self.exits + [e for e in map(onnx_path.exit_of, self.load) if e]))
         models, apis, cells = self.models, self.apis, self.cells
         if self.reload_only:  # groups stand for their models; other names may be checkpoints in the store
             expanded = []
@@ -106,7 +110,9 @@ class RunRequest:
             if cells:
                 cells, models, apis = _cell_pairs(cells, models, apis)
         limits = Limits.from_dict(self.limits).to_dict()  # a bad value: a usage error here, not in a step
-        return replace(self, load=load, models=list(models), apis=list(apis), cells=list(cells), limits=limits)
+        return replace(
+            self, load=load, models=list(models), apis=list(apis), cells=list(cells), limits=limits, exits=exits
+        )
 
     def with_stored_releases(self, cells: set[tuple[str, str, str]], store_location: str) -> RunRequest:
         """A reload-only request whose saving releases are every release the store holds artifacts of (of its
@@ -196,7 +202,7 @@ def _cell_pairs(cells: list[str], models: list[str], apis: list[str]) -> tuple[l
 def check_environments(req: RunRequest, manager: EnvManager, held: set[str] = frozenset()) -> None:
     """Every release that runs a step here has a ready environment with its kernel registered: the loading
     releases, and the saving releases that must train (their artifacts are not all in the store)."""
-    runtime = [onnx_path.RUNTIME_NAME] if any(onnx_path.exporter_of(r) for r in req.load) else []
+    runtime = [EXIT_RUNTIMES[e] for e in req.exits] if any(onnx_path.exporter_of(r) for r in req.load) else []
     missing = [r for r in dict.fromkeys(req.load + runtime) if not _ready(manager, r) and not _settled(manager, r)]
     if missing:
         raise UsageError(

@@ -1,7 +1,8 @@
-"""Leaving MXNet: per model and saving release, whether its graph exports to ONNX, whether ONNX Runtime runs
-it, the verdict against the saving release's outputs, and what blocks it (the operator) or mends it (a remedy).
+"""Leaving MXNet: per model, saving release and exit (ONNX Runtime, OpenVINO, PyTorch), whether its graph exports
+to ONNX, whether the exit's runtime runs it, the verdict against the saving release's outputs, and what blocks it
+(the operator) or mends it (a remedy).
 
-Rows come from the ``onnx`` records (``direction == "onnx"``); the same rows feed summary.md, summary.ipynb,
+Rows come from the exits' records (``direction == "onnx"``); the same rows feed summary.md, summary.ipynb,
 ``report --issue`` and ``report --json``.
 """
 
@@ -11,13 +12,16 @@ import re
 
 import pandas as pd
 
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_APIS, EXIT_RUNTIMES
 from kit.common.versions import sort_key
 from kit.results.markdown import md_text
 
+#: how each exit is shown
+EXIT_TITLES = {"onnx": "ONNX Runtime", "openvino": "OpenVINO", "torch": "PyTorch"}
 COLUMNS = [
     "model",
     "saved with",
+    "exit",
     "exported by",
     "exports",
     "runs",
@@ -27,7 +31,7 @@ COLUMNS = [
     "remedy",
     "opset",
     "onnx",
-    "onnxruntime",
+    "runtime",
     "file",
 ]
 
@@ -38,15 +42,16 @@ _BLOCKERS = (
     r"exporter's convert_(\w+)",
     r"Op \((\w+)\)",
     r"running (\w+) node",
+    r"operation_type='(\w+)'",
 )
 
 
 def records_of(records: list[dict]) -> list[dict]:
-    return [r for r in records if r.get("api") == ONNX_API]
+    return [r for r in records if r.get("api") in EXIT_APIS]
 
 
 def blocker(rec: dict) -> str | None:
-    """The operator a failing ONNX cell names (``_image_resize``, ``ReduceMean``), else None."""
+    """The operator a failing exit cell names (``_image_resize``, ``ReduceMean``, ``LSTM``), else None."""
     text = rec.get("error") or ""
     for pattern in _BLOCKERS:
         m = re.search(pattern, text, re.MULTILINE)
@@ -65,16 +70,25 @@ def _remedy(rec: dict) -> str:
     return ""
 
 
+def runtime_version(rec: dict) -> str | None:
+    """The runtime an exit cell ran in, with its version (``onnxruntime 1.32.0``, ``torch 2.15.0``)."""
+    info = rec.get("onnx") or {}
+    runtime = info.get("runtime") or {}
+    name = runtime.get("name") or EXIT_RUNTIMES.get(rec.get("api"))
+    version = (runtime.get("versions") or {}).get(name) or (info.get("onnxruntime") or {}).get("onnxruntime")
+    return f"{name} {version}" if version else None
+
+
 def row(rec: dict) -> dict:
-    """One ONNX cell as a row of :data:`COLUMNS`."""
+    """One exit cell as a row of :data:`COLUMNS`."""
     info = rec.get("onnx") or {}
     verdict = rec["verdict"]
     exported = "-" if verdict == "unsupported" else ("no" if verdict in ("load-error", "corrupt") else "yes")
     runs = "-" if exported != "yes" else ("no" if verdict == "infer-error" else "yes")
-    runtime = info.get("onnxruntime") or {}
     return {
         "model": rec["model"],
         "saved with": rec["saved_with"],
+        "exit": EXIT_TITLES.get(rec["api"], rec["api"]),
         "exported by": f"{rec['loaded_with']} ({rec.get('source_api') or '?'})",
         "exports": exported,
         "runs": runs,
@@ -84,14 +98,15 @@ def row(rec: dict) -> dict:
         "remedy": _remedy(rec),
         "opset": info.get("opset"),
         "onnx": info.get("onnx"),
-        "onnxruntime": runtime.get("onnxruntime"),
-        "file": info.get("file"),
+        "runtime": runtime_version(rec),
+        "file": info.get("artifact") or info.get("file"),
     }
 
 
 def rows(records: list[dict]) -> list[dict]:
     out = [row(r) for r in records_of(records)]
-    return sorted(out, key=lambda r: (r["model"], sort_key(r["saved with"]), r["exported by"]))
+    order = list(EXIT_TITLES.values())
+    return sorted(out, key=lambda r: (r["model"], sort_key(r["saved with"]), r["exported by"], order.index(r["exit"])))
 
 
 def table(records: list[dict]) -> pd.DataFrame:
@@ -112,11 +127,12 @@ def markdown(records: list[dict]) -> list[str]:
     shown = [c for c in COLUMNS if c != "file"]
     out = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     out += ["| " + " | ".join(_fmt(r[c]) for c in shown) + " |" for r in found]
-    versions = sorted({(r["onnx"], r["onnxruntime"]) for r in found if r["onnx"] or r["onnxruntime"]}, key=str)
-    if versions:
+    onnx = sorted({r["onnx"] for r in found if r["onnx"]}, key=str)
+    runtimes = sorted({r["runtime"] for r in found if r["runtime"]}, key=str)
+    if onnx or runtimes:
         out += [
             "",
-            "Exported with onnx " + ", ".join(f"{o} (ONNX Runtime {t})" for o, t in versions) + "; the "
-            ".onnx files are in the run's onnx/ folder.",
+            f"Exported with onnx {', '.join(onnx) or '?'}, run in {', '.join(runtimes) or '?'}; the files (.onnx, "
+            "OpenVINO's .xml/.bin, TorchScript's .pt) are in the run's onnx/ folder.",
         ]
     return out

@@ -198,7 +198,8 @@ DIRECTION_TITLES = {
     "backward": "Backward (older artifacts in newer releases: these fail the run unless allowed)",
     "same": "Same release (reloaded in the release that saved it, not identical: these fail the run)",
     "unknown": "Checkpoints of unknown origin",
-    "onnx": "Leaving MXNet (exported to ONNX, run in ONNX Runtime: these fail the run unless allowed)",
+    "onnx": "Leaving MXNet (exported to ONNX, run in ONNX Runtime, OpenVINO or PyTorch: these fail the run unless "
+    "allowed)",
     "runtime": "Runtimes (a release's artifacts in another runtime of it, and back: reported apart unless "
     "--strict-runtimes)",
     "forward": "Forward (newer artifacts in older releases, reported apart)",
@@ -372,7 +373,7 @@ def write_markdown(
     if leaving_mxnet:
         lines += [
             "",
-            "## Leaving MXNet (each graph exported to ONNX by an MXNet release, run in ONNX Runtime)",
+            "## Leaving MXNet (each graph exported to ONNX by an MXNet release, run in each exit's runtime)",
             "",
         ] + leaving_mxnet
     migrating = migration.markdown(list(records))

@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from kit.common.capabilities import APIS, ONNX_API, ONNX_DIRECTION  # noqa: E402
+from kit.common.capabilities import APIS, EXIT_APIS, ONNX_DIRECTION  # noqa: E402
 from kit.common.palette import VERDICT_COLOURS, text_colour  # noqa: E402
 from kit.common.record_schema import cell_id  # noqa: E402
 from kit.common.verdicts import PASSING, SEVERITY, UNSUPPORTED  # noqa: E402
@@ -274,7 +274,7 @@ def heatmaps(data: RunData):
         ax.set_yticks(range(len(saved)))
         ax.set_yticklabels(saved, fontsize=7)
         ax.set_title(_panel_title(data, api), fontsize=9)
-        ax.set_xlabel("exported by (then run in ONNX Runtime)" if api == ONNX_API else "loaded with", fontsize=8)
+        ax.set_xlabel("exported by (then run outside MXNet)" if api in EXIT_APIS else "loaded with", fontsize=8)
         ax.set_ylabel("saved with", fontsize=8)
     handles = [Rectangle((0, 0), 1, 1, color=VERDICT_COLOURS[v]) for v in SEVERITY]
     handles.append(Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=REMEDY_HATCH, linewidth=0.5))
@@ -331,11 +331,12 @@ def _fixed_margins(fig, nrows: int, ncols: int, y_chars: int = 12, x_chars: int 
 
 
 def _panel_title(data: RunData, api: str) -> str:
-    """A heatmap panel's title: the API; for ``onnx``, the ONNX Runtime the exports ran in."""
-    if api != ONNX_API:
+    """A heatmap panel's title: the API; for an exit, the runtime its exports ran in."""
+    if api not in EXIT_APIS:
         return api
-    versions = sorted({str(r.get("onnxruntime")) for r in leaving.rows(data.records) if r.get("onnxruntime")})
-    return f"onnx: exported by MXNet, run in ONNX Runtime {', '.join(versions) or '?'}"
+    title = leaving.EXIT_TITLES[api]
+    versions = sorted({str(r["runtime"]) for r in leaving.rows(data.records) if r["runtime"] and r["exit"] == title})
+    return f"{api}: exported by MXNet, run in {', '.join(versions) or title}"
 
 
 def output_errors(data: RunData) -> pd.DataFrame:

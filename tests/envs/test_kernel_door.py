@@ -155,7 +155,7 @@ def test_kernels_the_kit_starts_are_scrubbed_and_limited(tmp_path, monkeypatch):
     assert resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY  # the host itself is not limited
 
 
-def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatch):
+def test_the_runtime_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatch):
     """A run's cells ask for many .onnx files: the worker holds the newest MAX_SESSIONS sessions, not one per
     file (each holds its model's weights). onnxruntime itself is not needed to count them."""
     import types
@@ -163,7 +163,7 @@ def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatc
 
     import numpy as np
 
-    from kit.kernel.exits import onnx_worker
+    from kit.kernel.exits import runtime_worker
 
     opened = []
 
@@ -185,22 +185,22 @@ def test_the_onnx_worker_keeps_a_bounded_number_of_sessions(tmp_path, monkeypatc
     models = [str(tmp_path / f"m{i}.onnx") for i in list(range(7)) + [6, 2]]
     for i, model in enumerate(models):
         request = {"model": model, "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / f"out{i}.npz")}
-        assert onnx_worker._run(sessions, request) == {"ok": True}
-        assert len(sessions) <= onnx_worker.MAX_SESSIONS
+        assert runtime_worker._run("onnxruntime", sessions, request) == {"ok": True, "artifact": model}
+        assert len(sessions) <= runtime_worker.MAX_SESSIONS
     assert [Path(key[0]).name for key in sessions] == ["m4.onnx", "m5.onnx", "m6.onnx", "m2.onnx"]  # newest last
     opened_names = [Path(m).name for m in opened]
     assert opened_names.count("m6.onnx") == 1 and opened_names.count("m2.onnx") == 2  # kept: reused; dropped: again
     (tmp_path / "m2.onnx").write_bytes(b"model 2, exported again by a remedy's next edit")
     request = {"model": models[-1], "inputs": str(tmp_path / "in.npz"), "outputs": str(tmp_path / "again.npz")}
-    assert onnx_worker._run(sessions, request) == {"ok": True}
+    assert runtime_worker._run("onnxruntime", sessions, request) == {"ok": True, "artifact": models[-1]}
     assert len(opened) == 9  # a file written again is a new model: never the session of what it held before
 
 
-def test_closing_the_onnx_worker_never_waits_forever(monkeypatch):
+def test_closing_a_runtime_worker_never_waits_forever(monkeypatch):
     """A worker that ignores the end of its input is killed after CLOSE_SECONDS."""
     import subprocess
 
-    from kit.kernel.exits import onnx_runtime
+    from kit.kernel.exits import runtime_client
 
     stubborn = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"],
@@ -208,8 +208,8 @@ def test_closing_the_onnx_worker_never_waits_forever(monkeypatch):
         stdout=subprocess.PIPE,
         universal_newlines=True,
     )
-    monkeypatch.setitem(onnx_runtime._STATE, "proc", stubborn)
-    monkeypatch.setattr(onnx_runtime, "CLOSE_SECONDS", 1)
+    monkeypatch.setitem(runtime_client._state("openvino"), "proc", stubborn)
+    monkeypatch.setattr(runtime_client, "CLOSE_SECONDS", 1)
     started = time.monotonic()
-    onnx_runtime.close()
+    runtime_client.close()
     assert time.monotonic() - started < 10 and stubborn.poll() is not None

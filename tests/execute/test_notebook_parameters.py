@@ -54,7 +54,7 @@ def test_every_notebook_a_step_runs_has_a_builder_and_its_path_parameters_are_it
 def test_builders_pass_paths_as_strings_and_leave_empty_optional_paths_empty(tmp_path):
     built = notebook_parameters.reload(release="1.9.1", store=tmp_path / "s", run_dir=tmp_path / "r", tolerance=None)
     assert built["store"] == str(tmp_path / "s") and built["run_dir"] == str(tmp_path / "r")
-    assert built["tolerance"] == {} and built["onnx_runtime"] == ""
+    assert built["tolerance"] == {} and built["exit_runtimes"] == {}
     built = notebook_parameters.train(release="1.9.1", store="s", epochs=None, saved_by=None)
     assert built["epochs"] == 0 and built["saved_by"] == ""
 
@@ -66,4 +66,4 @@ def test_the_plans_steps_give_their_notebooks_every_parameter_and_nothing_else(t
     for step in steps:
         assert list(step.parameters) == list(_cell(step.kind)), step.id
     reload = steps[2].parameters
-    assert reload["cells"] == ["lenet:*"] and reload["versions"] == "current" and reload["onnx_runtime"] == ""
+    assert reload["cells"] == ["lenet:*"] and reload["versions"] == "current" and reload["exit_runtimes"] == {}

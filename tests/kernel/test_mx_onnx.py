@@ -12,7 +12,7 @@ import mxnet as mx
 from kit.common import artifacts
 from kit.common.versions import at_least
 from kit.kernel.entry import reload_run
-from kit.kernel.exits import onnx_runtime
+from kit.kernel.exits import runtime_client
 from kit.kernel.remedies import attempts  # noqa: F401 - registers the remedies
 from kit.kernel.remedies.base import Target, Work, by_name
 from kit.kernel.saving import adapters
@@ -30,7 +30,7 @@ def test_a_kernel_without_an_exporter_says_which_command_builds_one():
         assert "mxcompat env create onnx-RELEASE" in reason
 
 
-def test_onnx_cells_prefer_the_export_and_fall_back_to_the_module_checkpoint():
+def test_exit_cells_prefer_the_export_and_fall_back_to_the_module_checkpoint():
     store = tempfile.mkdtemp()
     found = []
     for model, api, status in (
@@ -44,32 +44,39 @@ def test_onnx_cells_prefer_the_export_and_fall_back_to_the_module_checkpoint():
         os.makedirs(path)
         artifacts.write_json_atomic(os.path.join(path, artifacts.MANIFEST), {"status": status})
         found.append(("1.4.1", model, api, path, None))
-    cells = reload_run.onnx_cells(found, ["onnx"])
+    cells = reload_run.exit_cells(found, ["onnx", "torch"])
     assert [(c[1], c[2], os.path.basename(c[3])) for c in cells] == [
         ("lenet", "onnx", "export"),
         ("symbolic", "onnx", "module_checkpoint"),
+        ("lenet", "torch", "export"),
+        ("symbolic", "torch", "module_checkpoint"),
     ]
-    assert reload_run.onnx_cells(found, ["export"]) == []
+    assert reload_run.exit_cells(found, ["export"]) == []
 
 
-def test_the_worker_says_so_when_onnxruntime_is_missing():
-    proc = subprocess.Popen(
-        [sys.executable, onnx_runtime.WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, universal_newlines=True
-    )
-    out, _ = proc.communicate("", timeout=120)
-    hello = json.loads(out.strip().splitlines()[0])
-    assert hello["ready"] is False and "onnxruntime" in hello["error"]
+def test_the_worker_says_so_when_its_runtime_is_missing():
+    for runtime, module in (("onnxruntime", "onnxruntime"), ("openvino", "openvino"), ("torch", "torch")):
+        proc = subprocess.Popen(
+            [sys.executable, runtime_client.WORKER, runtime],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            universal_newlines=True,
+        )
+        out, _ = proc.communicate("", timeout=120)
+        hello = json.loads(out.strip().splitlines()[0])
+        assert hello["ready"] is False and module in hello["error"], hello
 
 
 def test_a_runtime_that_is_not_there_names_the_command_that_builds_it():
-    onnx_runtime.configure("/nonexistent/bin/python")
-    try:
-        onnx_runtime.session("model.onnx", ["data"]).run({})
-        raise AssertionError("ran without a runtime")
-    except onnx_runtime.RuntimeUnavailable as e:
-        assert "mxcompat env create onnxruntime" in str(e)
-    finally:
-        onnx_runtime.configure(None)
+    for runtime in ("onnxruntime", "openvino", "torch"):
+        runtime_client.configure(runtime, "/nonexistent/bin/python")
+        try:
+            runtime_client.session(runtime, "model.onnx", ["data"]).run({})
+            raise AssertionError("ran without a runtime")
+        except runtime_client.RuntimeUnavailable as e:
+            assert "mxcompat env create %s" % runtime in str(e)
+        finally:
+            runtime_client.configure(runtime, None)
 
 
 def test_the_opset_remedy_answers_1_9s_exporter_only_and_its_code_compiles():

@@ -56,7 +56,8 @@ def test_the_plan_runs_the_onnx_step_on_the_exporters_kernel(tmp_path, monkeypat
     step = steps["reload:onnx-1.9.1"]
     assert step.kernel == "mxnet-onnx-1.9.1" and step.release == "onnx-1.9.1"
     assert step.parameters["release"] == "1.9.1" and step.parameters["apis"] == ["onnx"]
-    assert step.parameters["onnx_runtime"] == str(tmp_path / "home" / "envs" / "onnxruntime" / "bin" / "python")
+    runtime = tmp_path / "home" / "envs" / "onnxruntime" / "bin" / "python"
+    assert step.parameters["exit_runtimes"] == {"onnx": str(runtime)}
     assert step.parameters["saved_with"] == ["1.4.1", "1.9.1"]  # 2.0's graphs are forward for 1.9.1's exporter
     assert step.depends_on == ["train:1.4.1", "train:1.9.1"]
     assert steps["reload:2.0.0b1"].parameters["apis"] == ["export"]
@@ -104,6 +105,11 @@ def _rec(model, verdict, error=None, **extra):
         ("Unrecognized attribute: axes for operator ReduceMean\n\n==> Context: Bad node spec", "ReduceMean"),
         ("list index out of range\n(raised in the exporter's convert_softmax_output)", "softmax_output"),
         ("[ONNXRuntimeError] : 1 : FAIL : Node () Op (Split) [ShapeInferenceError] Neither", "Split"),
+        (
+            "NotImplementedError: Converter is not implemented (OperationDescription(domain='', operation_type='LSTM', "
+            "version=7))",
+            "LSTM",
+        ),
     ],
 )
 def test_the_blocking_operator_is_read_from_the_error(error, operator):
@@ -111,10 +117,16 @@ def test_the_blocking_operator_is_read_from_the_error(error, operator):
 
 
 def test_a_leaving_row_says_whether_it_exports_and_runs():
-    info = {"opset": 19, "onnx": "1.14.1", "onnxruntime": {"onnxruntime": "1.32.0"}, "file": "/r/onnx/m.onnx"}
+    runtime = {"name": "onnxruntime", "versions": {"onnxruntime": "1.32.0"}}
+    info = {"opset": 19, "onnx": "1.14.1", "runtime": runtime, "file": "/r/onnx/m.onnx"}
     ran = leaving.row(_rec("lenet", "close", onnx=info, summary={"max_abs": 0.004}))
     assert (ran["exports"], ran["runs"], ran["max abs"], ran["blocked by"]) == ("yes", "yes", 0.004, None)
-    assert (ran["opset"], ran["onnxruntime"]) == (19, "1.32.0")
+    assert (ran["exit"], ran["opset"], ran["runtime"]) == ("ONNX Runtime", 19, "onnxruntime 1.32.0")
+    torch = dict(info, runtime={"name": "torch", "versions": {"torch": "2.15.0"}}, artifact="/r/onnx/m.pt")
+    converted = leaving.row(_rec("lenet", "close", api="torch", onnx=torch))
+    assert (converted["exit"], converted["runtime"], converted["file"]) == ("PyTorch", "torch 2.15.0", "/r/onnx/m.pt")
+    old = leaving.row(_rec("lenet", "close", onnx=dict(info, runtime=None, onnxruntime={"onnxruntime": "1.31.0"})))
+    assert old["runtime"] == "onnxruntime 1.31.0"  # a record written before the exits were three
     refused = leaving.row(_rec("lenet", "infer-error", "[ONNXRuntimeError] : Op (Split) bad", onnx=info))
     assert (refused["exports"], refused["runs"], refused["blocked by"]) == ("yes", "no", "Split")
     fixed = {"fixed": True, "name": "onnx_opset_13", "verdict": "close", "summary": {"max_abs": 9.5e-07}}
@@ -122,7 +134,10 @@ def test_a_leaving_row_says_whether_it_exports_and_runs():
     assert (failed["exports"], failed["runs"]) == ("no", "-")
     assert failed["remedy"] == "onnx_opset_13: close (max abs 9.5e-07)"
     lines = leaving.markdown([_rec("lenet", "close", onnx=info, summary={"max_abs": 0.004}), {"api": "export"}])
-    assert lines[2] == "| lenet | 1.4.1 | 1.9.1 (export) | yes | yes | close | 0.004 | - |  | 19 | 1.14.1 | 1.32.0 |"
+    assert lines[2] == (
+        "| lenet | 1.4.1 | ONNX Runtime | 1.9.1 (export) | yes | yes | close | 0.004 | - |  | 19 | 1.14.1 | "
+        "onnxruntime 1.32.0 |"
+    )
     assert leaving.markdown([{"api": "export"}]) == []
 
 

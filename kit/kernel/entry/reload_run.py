@@ -11,8 +11,9 @@ from kit.common.capabilities import (
     APIS,
     C_PREDICT_API,
     C_PREDICT_SOURCES,
+    EXIT_APIS,
+    EXIT_RUNTIMES,
     MODEL_GROUPS,
-    ONNX_API,
     ONNX_DIRECTION,
     ONNX_SOURCES,
     pins,
@@ -72,10 +73,11 @@ def c_predict_cells(found, apis=None):
     return derived_cells(found, C_PREDICT_API, C_PREDICT_SOURCES)
 
 
-def onnx_cells(found, apis=None):
-    """The ONNX cells of ``found`` (``apis`` names ``onnx``): one per saved (release, model, version), on its
-    export when that was saved, else its Module checkpoint (or a check-model checkpoint)."""
-    return derived_cells(found, ONNX_API, ONNX_SOURCES) if apis and ONNX_API in apis else []
+def exit_cells(found, apis=None):
+    """The exits' cells of ``found`` (``apis`` names ``onnx``, ``openvino``, ``torch``): per exit one per saved
+    (release, model, version), on its export when that was saved, else its Module checkpoint (or a check-model
+    checkpoint)."""
+    return [cell for api in EXIT_APIS if apis and api in apis for cell in derived_cells(found, api, ONNX_SOURCES)]
 
 
 def derived_cells(found, derived_api, sources_in_order):
@@ -114,9 +116,9 @@ def check_artifact(loaded, saved, model, api, path, overrides=None, phase=None, 
 def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived, pin):
     phase = phase or (lambda name, record=None: None)
     rec = record_schema.new_record(saved, model, api, loaded, path, archived)
-    if api in (C_PREDICT_API, ONNX_API):  # the artifact it loads: <store>/<release>/<model>/<api>[/<identity>]
+    if api == C_PREDICT_API or api in EXIT_APIS:  # the artifact it loads: <store>/<release>/<model>/<api>[/<id>]
         rec["source_api"] = os.path.basename(os.path.dirname(path) if archived else path)
-    if api == ONNX_API:
+    if api in EXIT_APIS:
         rec["direction"] = ONNX_DIRECTION
     try:
         manifest = artifacts.read_json(os.path.join(path, artifacts.MANIFEST))
@@ -358,7 +360,7 @@ def reload_all(
     skip_recorded=False,
     versions="current",
     cells=None,
-    onnx_runtime=None,
+    exit_runtimes=None,
 ):
     """Check every matching artifact in ``store`` on this kernel's release; one record file each.
 
@@ -367,8 +369,8 @@ def reload_all(
     compared nothing must never look like a pass. ``skip_recorded`` keeps the records
     already written (a restart after the kernel died on an artifact). ``versions="all"`` also checks
     every replaced version kept under ``.versions/``, each a cell of its own. ``cells`` (``MODEL:API``
-    patterns) narrows the (model, API) pairs checked. ``onnx_runtime``, the ONNX Runtime environment's Python
-    for ``onnx`` cells (their ``.onnx`` files go to ``<run_dir>/onnx/``).
+    patterns) narrows the (model, API) pairs checked. ``exit_runtimes``, ``{exit: Python}``: the Python of each
+    exit's runtime environment (``onnx``: ONNX Runtime's) for its cells (their files go to ``<run_dir>/onnx/``).
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
@@ -377,18 +379,19 @@ def reload_all(
     if models:  # groups (core, vision, all) stand for their models; other names may be checkpoints in the store
         models = [split_pin(m)[0] for name in models for m in MODEL_GROUPS.get(name, (name,))]
     wanted = list(apis or [])
-    stored = [a for a in wanted if a not in (C_PREDICT_API, ONNX_API)]
-    for derived_api, sources in ((C_PREDICT_API, C_PREDICT_SOURCES), (ONNX_API, ONNX_SOURCES)):
+    stored = [a for a in wanted if a != C_PREDICT_API and a not in EXIT_APIS]
+    derivations = ((C_PREDICT_API, C_PREDICT_SOURCES),) + tuple((api, ONNX_SOURCES) for api in EXIT_APIS)
+    for derived_api, sources in derivations:
         if derived_api in wanted:  # its cells come from the artifacts it loads
             stored += [a for a in sources if a not in stored]
-    if ONNX_API in wanted:
-        from kit.kernel.exits import onnx_export
-        from kit.kernel.exits import onnx_runtime as runtime
+    if set(wanted) & set(EXIT_APIS):
+        from kit.kernel.exits import onnx_export, runtime_client
 
-        runtime.configure(onnx_runtime)
+        for api in EXIT_APIS:
+            runtime_client.configure(EXIT_RUNTIMES[api], (exit_runtimes or {}).get(api))
         onnx_export.configure(os.path.join(run_dir, "onnx"))
     found = find_artifacts(store, saved_with, models, stored or None, versions)
-    derived = c_predict_cells(found, apis) + onnx_cells(found, apis)
+    derived = c_predict_cells(found, apis) + exit_cells(found, apis)
     found = [f for f in found if not wanted or f[2] in wanted]
     found = [f for f in found + derived if cell_selection.matches(cells, f[1], f[2])]
     found = sorted(found, key=lambda t: (sort_key(t[0]), t[1], t[2], t[4] or ""))

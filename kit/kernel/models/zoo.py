@@ -190,6 +190,25 @@ def build_symbolic(release, variant=None):
     return mx.sym.SoftmaxOutput(symbolic_body(), name="softmax")
 
 
+class BiGRUClassifier(gluon.HybridBlock):
+    """Embedding, a bidirectional GRU (the fused RNN op, hybridized, as OCR models carry it), mean over time,
+    Dense."""
+
+    def __init__(self, vocab, dim, hidden, n_classes, **kwargs):
+        super(BiGRUClassifier, self).__init__(**kwargs)
+        with self.name_scope():
+            self.embedding = gluon.nn.Embedding(vocab, dim)
+            self.gru = gluon.rnn.GRU(hidden, layout="NTC", bidirectional=True)
+            self.output = gluon.nn.Dense(n_classes)
+
+    def hybrid_forward(self, F, x):
+        return self.output(F.mean(self.gru(self.embedding(x)), axis=1))
+
+
+def build_bigru(release, variant=None):
+    return BiGRUClassifier(40, 16, 12, 3, prefix="bigru_")
+
+
 def build_face_prelu(release, variant=None):
     """A face-attribute net as MXNet 1.x checkpoints have it: conv, BatchNorm, PReLU (a learned slope per
     channel, starting at 0.25), pooling, FC, a SoftmaxOutput head."""
@@ -333,6 +352,17 @@ FAMILY_SPECS = [
         "detect_softmax", "mx.sym conv-SoftmaxActivation (channel, instance)-FC: a detection head", build_detect_softmax
     ),
 ]
+FAMILY_SPECS.append(
+    _spec(
+        "bigru",
+        "Embedding-bidirectional GRU-Dense, hybridized: an OCR net's BiGRU",
+        _tokens(),
+        build_bigru,
+        None,
+        epochs=6,
+        needs=("hybrid_rnn",),
+    )
+)
 MODELS.update((spec.name, spec) for spec in FAMILY_SPECS)
 
 

@@ -17,12 +17,12 @@ import traceback
 
 from kit.common import verdicts
 from kit.common.remedy_reasons import no_remedy_reason
-from kit.kernel.remedies import export, export_ops, graph, params
+from kit.kernel.remedies import conversion, export, export_ops, graph, params
 from kit.kernel.remedies.base import MAX_CHAIN, REMEDIES, Refused, Target, Work, by_name
 
 #: the remedy modules (each registers its remedies on import) in the order they are tried: graph edits and loading
 #: modes first, then export settings and the operators an export needs rewritten, then file edits
-TRY_ORDER = (graph.__name__, export.__name__, export_ops.__name__, params.__name__)
+TRY_ORDER = (graph.__name__, export.__name__, export_ops.__name__, conversion.__name__, params.__name__)
 
 
 def in_order():

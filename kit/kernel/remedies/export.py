@@ -2,7 +2,7 @@
 
 import json
 
-from kit.common.capabilities import GLUON2, ONNX_API
+from kit.common.capabilities import EXIT_APIS, GLUON2
 from kit.kernel.exits import onnx_export
 from kit.kernel.remedies.base import EXPORT_SETTING, GRAPH_EDIT, Refused, Remedy, register
 
@@ -14,7 +14,8 @@ CONVERTERS_OPSET = 13
 class PinExportOpset(Remedy):
     """MXNet 1.9's exporter stamps the onnx package's newest opset on the file and checks the graph against
     it, though its converters write opset-13 operators: with onnx 1.14 (opset 19) ReduceMean's ``axes``
-    attribute, an input since opset 18, fails the check. Stamping the opset the converters write mends it."""
+    attribute, an input since opset 18, fails the check, and onnx2torch, which picks its converters by the
+    stamp, has none for opset 19's Shape or AveragePool. Stamping the opset the converters write mends both."""
 
     name = "onnx_opset_13"
     title = "export with the opset the exporter's converters write (%d), not the onnx package's newest" % (
@@ -22,9 +23,14 @@ class PinExportOpset(Remedy):
     )
     changes = EXPORT_SETTING
     directions = ("backward", "same", "forward")
-    apis = (ONNX_API,)
+    apis = EXIT_APIS
     loading = ("1.9.0", GLUON2)
-    error = r"Unrecognized attribute: \w+ for operator|is not a registered function/op|ValidationError"
+    # onnx2torch picks each converter by the file's opset: it has none past the opsets its converters were written
+    # for ("Converter is not implemented (... operation_type='Shape', version=19)")
+    error = (
+        r"Unrecognized attribute: \w+ for operator|is not a registered function/op|ValidationError"
+        r"|Converter is not implemented .*version=(1[4-9]|[2-9]\d)\)"
+    )
     user_code = """
 import mxnet as mx
 import numpy as np
@@ -36,12 +42,11 @@ mx.onnx.export_model("{symbol}", "{params}", {shapes}, {types}, "model.onnx",
                      dynamic=True, dynamic_input_shapes={dynamic})
 """
 
+    edits_artifact = True  # a setting in the work copy's manifest, which the exit's adapter reads: chains
+
     def apply(self, work, error_text):
         work.manifest["onnx_opset"] = CONVERTERS_OPSET
         return "exported with opset %d stamped on the file and checked against it" % CONVERTERS_OPSET
-
-    def load(self, work):
-        return work.adapter.load(work.spec, work.loaded, work.folder, work.manifest, opset=CONVERTERS_OPSET)
 
     def code(self, work):
         symbol, params = work.files()
@@ -65,7 +70,7 @@ class SoftmaxOutputAsSoftmax(Remedy):
     title = "export the inference graph: SoftmaxOutput (softmax with its training label) replaced by softmax"
     changes = GRAPH_EDIT
     directions = ("backward", "same", "forward")
-    apis = (ONNX_API,)
+    apis = EXIT_APIS
     loading = ("1.3.0", GLUON2)
     error = r"convert_softmax_output|SoftmaxOutput"
     edits_artifact = True

@@ -8,7 +8,7 @@ saved, so the remedied file computes what MXNet computes from the same stored va
 import inspect
 import json
 
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_APIS
 from kit.kernel.exits import onnx_export
 from kit.kernel.remedies.base import GRAPH_EDIT, Refused, Remedy, register
 
@@ -44,7 +44,9 @@ def rebuild(sym, replace, shapes=None):
 
 
 def _same_node(mx, node, inputs, attrs):
-    op, plain = getattr(mx.sym, node["op"]), dict((k, v) for k, v in attrs.items() if not k.startswith("__"))
+    # internal operators (_rnn_param_concat, _plus_scalar, ...) are generated in mx.sym._internal only
+    op = getattr(mx.sym, node["op"], None) or getattr(mx.sym._internal, node["op"])
+    plain = dict((k, v) for k, v in attrs.items() if not k.startswith("__"))
     try:
         return op(*inputs, name=node["name"], **plain)
     except TypeError:  # an old release's generated signature takes only the data positionally: by input name
@@ -106,6 +108,41 @@ def softmax_by_mode(node, inputs, attrs, shape):
     return mx.sym.reshape(flat, shape=(0,) + tuple(shape[1:]), name=node["name"])
 
 
+def rnn_directions_apart(node, inputs, attrs, shape):
+    """A one-layer bidirectional RNN as two forward ones: one on the sequence, one on it reversed in time (then
+    reversed back), their outputs (and final states) concatenated. The fused parameter vector is sliced by
+    MXNet's own layout (weights l0 i2h, h2h, r0 i2h, h2h; then the biases alike), the begin states by direction."""
+    import mxnet as mx
+
+    if node["op"] != "RNN" or attrs.get("bidirectional") not in ("True", "true", "1"):
+        return None
+    if int(attrs.get("num_layers", 1)) != 1 or attrs.get("use_sequence_length") in ("True", "true", "1"):
+        raise ValueError("RNN %r: only one layer without sequence lengths is split by direction" % node["name"])
+    if shape is None:
+        raise ValueError("the shape of RNN %r's input is not known" % node["name"])
+    gates = {"lstm": 4, "gru": 3}.get(attrs.get("mode"), 1)
+    hidden, features = int(attrs["state_size"]), shape[2]  # data is (time, batch, features)
+    w_ih, w_hh, bias = gates * hidden * features, gates * hidden * hidden, gates * hidden
+    weights = 2 * (w_ih + w_hh)
+    spans = {  # direction -> its (begin, end) slices of the fused vector, weights then biases
+        0: [(0, w_ih + w_hh), (weights, weights + 2 * bias)],
+        1: [(w_ih + w_hh, weights), (weights + 2 * bias, weights + 4 * bias)],
+    }
+    keep = dict((k, v) for k, v in attrs.items() if not k.startswith("__") and k != "bidirectional")
+    outputs = attrs.get("state_outputs") in ("True", "true", "1")
+    runs = []
+    for d, suffix in ((0, "_fwd"), (1, "_bwd")):
+        params = mx.sym.concat(*[mx.sym.slice_axis(inputs[1], axis=0, begin=b, end=e) for b, e in spans[d]], dim=0)
+        # split, not sliced: a begin state of zeros learns its batch size back from the RNN through a split
+        states = [mx.sym.split(state, num_outputs=2, axis=0)[d] for state in inputs[2:]]
+        data = inputs[0] if d == 0 else mx.sym.SequenceReverse(inputs[0])
+        run = mx.sym.RNN(data, params, *states, name=node["name"] + suffix, **keep)
+        runs.append([run[i] for i in range(len(run.list_outputs()))] if outputs else [run])
+    runs[1][0] = mx.sym.SequenceReverse(runs[1][0])
+    joined = [mx.sym.concat(runs[0][i], runs[1][i], dim=2 if i == 0 else 0) for i in range(len(runs[0]))]
+    return joined[0] if len(joined) == 1 else mx.sym.Group(joined)
+
+
 def _input_shapes(work):
     """The artifact's input shapes as its export gives them (a kit manifest's lack the batch, a checkpoint's
     have it)."""
@@ -118,7 +155,7 @@ class _GraphRewrite(Remedy):
 
     changes = GRAPH_EDIT
     directions = ("backward", "same", "forward")
-    apis = (ONNX_API,)
+    apis = EXIT_APIS
     loading = ("1.3.0", None)
     edits_artifact = True
     op = None
@@ -174,6 +211,19 @@ class PreluSlopeBroadcast(_GraphRewrite):
     error = r"PRelu|Attempting to broadcast an axis by a dimension other than 1"
     op = "LeakyReLU"
     replace = staticmethod(prelu_on_channels)
+
+
+@register
+class BidirectionalRnnAsTwo(_GraphRewrite):
+    """MXNet 1.9's exporter converts a one-direction RNN only ("Currently RNN onnx export only supports
+    bidirectional is False"), and OCR checkpoints carry a bidirectional GRU or LSTM. Two forward RNNs, the
+    second on the sequence reversed in time, from the same stored parameters, compute the same."""
+
+    name = "bidirectional_rnn_as_two"
+    title = "a bidirectional RNN as two forward ones (the second on the reversed sequence), outputs concatenated"
+    error = r"RNN onnx export only supports bidirectional is False"
+    op = "RNN"
+    replace = staticmethod(rnn_directions_apart)
 
 
 @register

@@ -15,11 +15,14 @@ from kit.common import verdicts
 from kit.common.capabilities import (
     C_PREDICT_API,
     C_PREDICT_SOURCES,
+    EXIT_RUNTIMES,
     FOREIGN_API,
     LOAD_APIS,
     NAIVE_LOAD_PATHS,
     ONNX_API,
     ONNX_SOURCES,
+    OPENVINO_API,
+    TORCH_API,
     has_api,
     has_feature,
     load_path,
@@ -363,18 +366,18 @@ class CPredictAdapter(Adapter):
         return ADAPTERS[manifest["api"]].load_graph(spec, release, folder, manifest)
 
 
-@register
-class OnnxAdapter(Adapter):
+class ExitAdapter(Adapter):
     """Leaving MXNet: the artifact's graph exported to ONNX by this kernel's release (``kit.kernel.exits.onnx_export``)
-    and run in ONNX Runtime in its own environment (``kit.kernel.exits.onnx_runtime``). Nothing is saved through it.
+    and run by :attr:`runtime` in its own environment (``kit.kernel.exits.runtime_client``). Nothing is saved
+    through it.
 
-    An export that raises is a load failure (the exporter's message verbatim); ONNX Runtime's failures to
-    create the session or to run it are inference failures."""
+    An export that raises is a load failure (the exporter's message verbatim); the runtime's failures to load
+    the file or to run it are inference failures."""
 
-    name = ONNX_API
+    runtime = None
 
     def supports(self, release, spec):
-        return False, "onnx is a load path of the %s artifacts" % " and ".join(ONNX_SOURCES)
+        return False, "%s is a load path of the %s artifacts" % (self.name, " and ".join(ONNX_SOURCES))
 
     def load_support(self, release, spec):
         from kit.kernel.exits import onnx_export
@@ -389,12 +392,18 @@ class OnnxAdapter(Adapter):
                 return None, reason
         return path, reason
 
-    def load(self, spec, release, folder, manifest, opset=None):
-        from kit.kernel.exits import onnx_export, onnx_runtime
+    def runtime_options(self, manifest):
+        """What the runtime is asked to do past loading the file (a remedy sets it in the manifest)."""
+        return {}
 
+    def load(self, spec, release, folder, manifest, opset=None):
+        from kit.kernel.exits import onnx_export, runtime_client
+
+        opset = opset or manifest.get("onnx_opset")
         exported = onnx_export.export(folder, manifest, opset=opset)
         names = [i["name"] for i in manifest["inputs"]]
-        sessions = {None: onnx_runtime.session(exported["file"], names)}
+        options = self.runtime_options(manifest)
+        sessions = {None: runtime_client.session(self.runtime, exported["file"], names, options)}
 
         def run(inputs):
             batch = None
@@ -403,15 +412,45 @@ class OnnxAdapter(Adapter):
                 batch = None if batch == 1 else batch  # the one exported first
             if batch not in sessions:
                 again = onnx_export.export(folder, manifest, opset=opset, batch=batch)
-                sessions[batch] = onnx_runtime.session(again["file"], names)
-            return sessions[batch].run(inputs)
+                sessions[batch] = runtime_client.session(self.runtime, again["file"], names, options)
+            outputs = sessions[batch].run(inputs)
+            predictor.details["onnx"]["artifact"] = sessions[None].artifact
+            return outputs
 
         predictor = Predictor(run, load_path(release, self.name)[0])
-        predictor.details = {"onnx": dict(exported, onnxruntime=onnx_runtime.version())}
+        predictor.details = {"onnx": dict(exported, runtime=runtime_client.version(self.runtime), options=options)}
         return predictor
 
     def load_graph(self, spec, release, folder, manifest):
         return ADAPTERS[manifest["api"]].load_graph(spec, release, folder, manifest)
+
+
+@register
+class OnnxAdapter(ExitAdapter):
+    """The ``.onnx`` file run in ONNX Runtime."""
+
+    name = ONNX_API
+    runtime = EXIT_RUNTIMES[ONNX_API]
+
+
+@register
+class OpenVinoAdapter(ExitAdapter):
+    """The ``.onnx`` file read by OpenVINO, saved as its IR (``.xml``/``.bin``, float32 weights), run from it."""
+
+    name = OPENVINO_API
+    runtime = EXIT_RUNTIMES[OPENVINO_API]
+
+
+@register
+class TorchAdapter(ExitAdapter):
+    """The ``.onnx`` file converted to a ``torch.nn.Module`` (onnx2torch), saved as TorchScript (``.pt``) and
+    run from it: the file a PyTorch user loads with ``torch.jit.load``, without the kit or onnx2torch."""
+
+    name = TORCH_API
+    runtime = EXIT_RUNTIMES[TORCH_API]
+
+    def runtime_options(self, manifest):
+        return {"kit_converters": True} if manifest.get("onnx2torch_kit_converters") else {}
 
 
 def c_predict_files(manifest):
