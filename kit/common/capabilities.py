@@ -32,6 +32,9 @@ TORCH_API = "torch"
 #: (``mxcompat env create NAME``) its runtime runs in, apart from MXNet
 EXIT_RUNTIMES = {ONNX_API: "onnxruntime", OPENVINO_API: "openvino", TORCH_API: "torch"}
 EXIT_APIS = tuple(EXIT_RUNTIMES)
+#: the files each exit's runtime runs, written beside the .onnx file (kit.kernel.exits.runtime_worker): the first
+#: is the one a user loads
+EXIT_ARTIFACTS = {ONNX_API: (".onnx",), OPENVINO_API: (".xml", ".bin"), TORCH_API: (".pt",)}
 #: every API a record can have
 LOAD_APIS = APIS + (FOREIGN_API, C_PREDICT_API) + EXIT_APIS
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from kit.common import artifacts
 from kit.common.artifacts import MANIFEST, TRAIN_NOTEBOOK
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_APIS, EXIT_ARTIFACTS, ONNX_API
 from kit.common.errors import UsageError
 from kit.common.names import is_safe_name
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.debug.run_files import cell_artifact, read_record, record_path, run_store
+from kit.envs import onnx_path
 from kit.results.cells import Cell
 from kit.results.markdown import md_code, md_fence, md_text
 from kit.results.reports import reproduce_command
@@ -189,9 +190,12 @@ def make_bundle(run_id: str, cell: Cell, *, runs_dir: str | Path | None = None, 
     source_api = record.get("source_api") or cell.api  # a c_predict or onnx cell loads another API's artifact
     artifact = cell_artifact(run_store(run), cell, source_api)
     artifact_manifest = artifact / MANIFEST
-    # an onnx cell ran on its exporter's environment (onnx-RELEASE), with the .onnx files it wrote
-    loaded_env = f"{ONNX_API}-{cell.loaded}" if cell.api == ONNX_API else cell.loaded
-    exported = sorted((run.dir / ONNX_API / cell.saved / cell.model / source_api).glob("*.onnx"))
+    # an exit's cell ran on its exporter's environment (onnx-RELEASE), with the files it wrote (the .onnx, and
+    # OpenVINO's .xml/.bin or TorchScript's .pt)
+    loaded_env = onnx_path.env_name(cell.loaded) if cell.api in EXIT_APIS else cell.loaded
+    folder = run.dir / ONNX_API / cell.saved / cell.model / source_api
+    suffixes = (".onnx",) + EXIT_ARTIFACTS[cell.api] if cell.api in EXIT_APIS else ()
+    exported = sorted({p for suffix in suffixes for p in folder.glob("*" + suffix)})
     notebooks = [
         ("train", f"mxnet-{cell.saved}", _train_notebook(run, artifact, cell.saved)),
         ("reload", f"mxnet-{loaded_env}", run.dir / executed_notebook("reload", loaded_env)),
@@ -217,7 +221,7 @@ def make_bundle(run_id: str, cell: Cell, *, runs_dir: str | Path | None = None, 
             z.write(artifact_manifest, f"{root}/artifact-manifest.json")
         if investigation is not None:
             z.write(investigation_path, f"{root}/investigation.json")
-        for path in exported if cell.api == ONNX_API else []:
+        for path in exported:
             z.write(path, f"{root}/onnx/{path.name}")
         for kind, stem, nb in notebooks:
             if nb is not None and nb.is_file():

@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_APIS, EXIT_ARTIFACTS, ONNX_API
 from kit.common.errors import UsageError
 from kit.common.record_schema import LOADING_MODE
 from kit.debug.run_files import cell_artifact, read_record, run_store
@@ -76,11 +76,12 @@ def convert_cell(
     if not run.exists():
         raise UsageError(f"no run {run_id} in {run.dir.parent}")
     record = read_record(run, cell)
-    if cell.api == ONNX_API:  # the remedied export is already a file of the run
-        onnx_files = sorted(str(p) for p in (run.dir / ONNX_API / cell.saved / cell.model).rglob("*.onnx"))
+    if cell.api in EXIT_APIS:  # the remedied export is already a file of the run
+        suffix = EXIT_ARTIFACTS[cell.api][0]
+        written = sorted(str(p) for p in (run.dir / ONNX_API / cell.saved / cell.model).rglob("*" + suffix))
         raise UsageError(
-            f"{cell} is an ONNX cell: the run wrote its export, and a remedy's, as .onnx files",
-            hint="; ".join(onnx_files) or "no .onnx file: no export or remedy succeeded",
+            f"{cell} is an exit's cell: the run wrote its export, and a remedy's, as {suffix} files",
+            hint="; ".join(written) or f"no {suffix} file: no export or remedy succeeded",
         )
     name = choose_remedy(record, cell, remedy)
     target = (Path(out) if out else run.dir / "converted").resolve() / cell.slug

@@ -14,7 +14,7 @@ from pathlib import Path
 from papermill.exceptions import PapermillExecutionError
 
 from kit.common import artifacts
-from kit.common.capabilities import ONNX_API
+from kit.common.capabilities import EXIT_APIS
 from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
 from kit.debug.run_files import cell_artifact, record_path, run_store
@@ -48,10 +48,10 @@ def investigate_cell(
     manifest = run.read_manifest()
     store = run_store(run, home)
     record = record_path(run, cell)
-    if cell.api == ONNX_API:
+    if cell.api in EXIT_APIS:
         raise UsageError(
-            f"{cell} is an ONNX cell: investigate compares MXNet's layers, and ONNX Runtime runs outside MXNet",
-            hint=f"its record ({record}) names the exporter's error, the .onnx file and "
+            f"{cell} is an exit's cell: investigate compares MXNet's layers, and {cell.api} runs outside MXNet",
+            hint=f"its record ({record}) names the exporter's or runtime's error, the files and "
             "the remedies tried; investigate the source artifact in an MXNet release: "
             f"--cell {cell.model}/export/{cell.saved}/{cell.loaded}",
         )

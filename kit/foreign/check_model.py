@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from kit.common import artifacts, run_layout
+from kit.common.capabilities import EXIT_ARTIFACTS, MODEL_NAMES
 from kit.common.capabilities import FOREIGN_API as API
-from kit.common.capabilities import MODEL_NAMES
 from kit.common.errors import UsageError
 from kit.common.names import SAFE_NAME
 from kit.envs.manager import EnvManager
@@ -122,20 +122,12 @@ def prepare(
     return json.loads((final / artifacts.MANIFEST).read_text())
 
 
-#: exit -> (the suffixes of the files a user leaves with, the record's suffix, how the runtime is named)
-EXIT_FILES = {
-    "onnx": ((".onnx",), ".onnx.json", "ONNX Runtime"),
-    "openvino": ((".xml", ".bin"), ".openvino.json", "OpenVINO"),
-    "torch": ((".pt",), ".torch.json", "PyTorch (TorchScript)"),
-}
-
-
 def keep_exit(run_dir: Path, model: str, prefix: str, exit_api: str) -> list[str]:
     """The checkpoint's way out through ``exit_api`` beside it: the file its runtime ran (``PREFIX.onnx``;
     OpenVINO's ``PREFIX.xml``/``.bin``; TorchScript's ``PREFIX.pt``), or the remedied one where only a remedy
     gets there, and ``PREFIX.<exit>.json`` (its record: verdict, max abs, opset, versions); the lines that say
     what was written."""
-    suffixes, record_suffix, title = EXIT_FILES[exit_api]
+    suffixes, record_suffix, title = EXIT_ARTIFACTS[exit_api], f".{exit_api}.json", leaving.EXIT_TITLES[exit_api]
     lines = []
     records = Path(run_layout.records_dir(run_dir))
     for path in sorted(records.glob(artifacts.record_name("*", model, exit_api, "*"))):  # every release's

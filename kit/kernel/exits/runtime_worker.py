@@ -78,8 +78,8 @@ def _torch(model, options):
     graph = onnx.load(model)
     converters = _import_sibling("torch_converters")
     converters.make_shapes_traceable()
+    converters.use(bool(options.get("kit_converters")))
     if options.get("kit_converters"):
-        converters.register()
         graph = converters.fold_rnn_weights(graph)
     initializers = set(t.name for t in graph.graph.initializer)
     declared = [i for i in graph.graph.input if i.name not in initializers]

@@ -1,5 +1,5 @@
 """The kit's onnx2torch converters, for what onnx2torch 1.5 lacks or gets wrong; the torch environment's worker
-registers them when the ``onnx2torch_kit_converters`` remedy asks.
+puts them in onnx2torch's registry (:func:`use`) when the ``onnx2torch_kit_converters`` remedy asks.
 
 - ONNX's LSTM and GRU as ``torch.nn.LSTM``/``torch.nn.GRU`` (onnx2torch: "Converter is not implemented ... LSTM").
 - ReverseSequence (onnx2torch: "Converter is not implemented"), which MXNet's exporter writes for
@@ -231,17 +231,32 @@ def _reverse_sequence_converter(node, graph):
     return OperationConverterResult(torch_module=module, onnx_mapping=onnx_mapping_from_node(node))
 
 
-def register():
-    """Put the kit's converters in onnx2torch's registry (once per process): LSTM, GRU, ReverseSequence added,
-    Pad replaced (the registry refuses a second converter for an operator, so Pad's entry is written over)."""
-    if _REGISTERED:
-        return
+def _kit_entries():
     from onnx2torch.node_converters import registry
 
+    entries = {}
     for op, versions in (("LSTM", (7, 14)), ("GRU", (7, 14))):
         for version in versions:
-            registry.add_converter(operation_type=op, version=version)(_converter(op))
-    registry.add_converter(operation_type="ReverseSequence", version=10)(_reverse_sequence_converter)
+            entries[registry.OperationDescription("", op, version)] = _converter(op)
+    entries[registry.OperationDescription("", "ReverseSequence", 10)] = _reverse_sequence_converter
     for version in (11, 13):
-        registry._CONVERTER_REGISTRY[registry.OperationDescription("", "Pad", version)] = _pad_converter
-    _REGISTERED.append(True)
+        entries[registry.OperationDescription("", "Pad", version)] = _pad_converter
+    return entries
+
+
+def use(enabled):
+    """Put the kit's converters in onnx2torch's registry (``enabled``), or take them out and give back what they
+    replaced: LSTM, GRU, ReverseSequence added, Pad replaced. The registry is the process's, and a worker
+    converts many models: each conversion sets it as its options say, so no model is converted with the
+    converters another asked for."""
+    from onnx2torch.node_converters import registry
+
+    table = registry._CONVERTER_REGISTRY
+    if not _REGISTERED:
+        _REGISTERED.append(dict((key, table.get(key)) for key in _kit_entries()))  # onnx2torch's own, once
+    originals = _REGISTERED[0]
+    for key, converter in (_kit_entries() if enabled else originals).items():
+        if converter is None:
+            table.pop(key, None)
+        else:
+            table[key] = converter

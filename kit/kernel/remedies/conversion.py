@@ -26,7 +26,8 @@ class KitTorchConverters(Remedy):
 import onnx, torch
 from onnx2torch import convert
 import torch_converters  # the kit's kit/kernel/exits/torch_converters.py, beside this script
-torch_converters.register()  # LSTM, GRU as torch.nn modules; ReverseSequence; Pad's constant as a number
+torch_converters.make_shapes_traceable()  # a traced Shape stays dynamic: the .pt runs any batch size
+torch_converters.use(True)  # LSTM, GRU as torch.nn modules; ReverseSequence; Pad's constant as a number
 model = torch_converters.fold_rnn_weights(onnx.load("model.onnx"))  # the RNN weights as stored tensors
 module = convert(model).eval()
 inputs = {inputs}  # numpy arrays, in the model's input order

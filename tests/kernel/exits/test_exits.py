@@ -1,0 +1,203 @@
+"""Leaving MXNet for OpenVINO and PyTorch, on real environments: 1.9.1's graphs exported by its exporter, then read
+by OpenVINO (its IR) and converted by onnx2torch (TorchScript), each in its own environment; the operator families
+third-party checkpoints carry (PReLU, SoftmaxActivation, LSTM, a bidirectional GRU) through their remedies; the
+files a user leaves with (.pt, .xml/.bin) run outside the kit with MXNet's reference outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import scales
+from conftest import read_records, run_cli
+
+pytestmark = pytest.mark.envs
+
+#: how each model leaves by each exit: the cell's remedy (None: it runs as exported)
+EXPECTED = {
+    ("lenet", "openvino"): None,
+    ("lenet", "torch"): None,
+    ("resnet_bn", "openvino"): None,
+    ("resnet_bn", "torch"): None,
+    ("lstm", "openvino"): "onnx_opset_13",
+    ("lstm", "torch"): "onnx_opset_13+onnx2torch_kit_converters",
+    ("bigru", "openvino"): "bidirectional_rnn_as_two+onnx_opset_13",
+    ("bigru", "torch"): "bidirectional_rnn_as_two+onnx_opset_13+onnx2torch_kit_converters",
+    ("bigru", "onnx"): "bidirectional_rnn_as_two+onnx_opset_13",
+    ("face_prelu", "openvino"): "softmax_output_as_softmax",
+    ("face_prelu", "torch"): "softmax_output_as_softmax+onnx_opset_13",
+    ("face_prelu", "onnx"): "softmax_output_as_softmax+prelu_slope_broadcast",
+    ("detect_softmax", "openvino"): "softmax_activation_as_softmax+softmax_output_as_softmax",
+    ("detect_softmax", "torch"): "softmax_activation_as_softmax+softmax_output_as_softmax+onnx_opset_13",
+    ("detect_softmax", "onnx"): "softmax_activation_as_softmax+softmax_output_as_softmax",
+}
+
+#: run by a runtime environment's Python, outside the kit: the file a user leaves with, on the reference's case
+OUTSIDE = """
+import json, sys
+import numpy as np
+runtime, model, reference, case = sys.argv[1], sys.argv[2], np.load(sys.argv[3]), sys.argv[4]
+x = reference[case + ".input.data"].astype(np.float32)
+if runtime == "torch":
+    import torch
+    got = torch.jit.load(model)(torch.from_numpy(x)).numpy()
+else:
+    import openvino as ov
+    got = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})([x])[0]
+expected = reference[case + ".output.0"]
+print(json.dumps({"max_abs": float(np.abs(got - expected).max()), "scale": float(np.abs(expected).max()),
+                  "shape": list(got.shape)}))
+"""
+
+#: a third-party Module checkpoint of the kinds the issue names: conv, BatchNorm, PReLU, SoftmaxActivation
+CHECKPOINT = """
+import mxnet as mx, sys
+x = mx.sym.Convolution(mx.sym.var("data"), num_filter=6, kernel=(3, 3), pad=(1, 1), name="conv")
+x = mx.sym.BatchNorm(x, name="bn")
+x = mx.sym.LeakyReLU(x, gamma=mx.sym.var("prelu_gamma"), act_type="prelu", name="prelu")
+x = mx.sym.SoftmaxActivation(x, mode="channel", name="attn")
+x = mx.sym.FullyConnected(mx.sym.Flatten(mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="avg")),
+                          num_hidden=3, name="fc")
+mod = mx.mod.Module(x, data_names=["data"], label_names=None)
+mod.bind(data_shapes=[("data", (2, 3, 12, 12))], for_training=False)
+mx.random.seed(5)
+mod.init_params(initializer=mx.init.Xavier())
+args, auxs = mod.get_params()
+args["prelu_gamma"] = mx.nd.array([0.05, 0.1, 0.2, 0.3, 0.4, 0.5])  # a slope per channel, each its own
+mod.set_params(args, auxs)
+mod.save_checkpoint(sys.argv[1], 3)
+"""
+
+
+def outside(kit_home, runtime, model, reference, case="batch") -> dict:
+    python = kit_home / "envs" / runtime / "bin" / "python"
+    proc = subprocess.run(
+        [str(python), "-c", OUTSIDE, runtime, str(model), str(reference), case],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def exits_run(kit_home, tmp_path_factory):
+    """`env create openvino torch` (with 1.9.1's exporter), then 1.9.1's graphs out through all three exits."""
+    created = run_cli("env", "create", "1.9.1", "onnx", "openvino", "torch", home=kit_home, timeout=1800, check=True)
+    root = tmp_path_factory.mktemp("exits")
+    proc = run_cli(
+        "run",
+        "--save",
+        "1.9.1",
+        "--models",
+        "lenet,resnet_bn,lstm,families",
+        "--apis",
+        "export,module_checkpoint",
+        "--load",
+        "onnx,openvino,torch",
+        "--store",
+        str(root / "store"),
+        "--runs-dir",
+        str(root / "runs"),
+        "--run-id",
+        "exits",
+        home=kit_home,
+        timeout=1200,
+    )
+    run_dir = root / "runs" / "exits"
+    records = {(r["model"], r["api"]): r for r in read_records(run_dir).values()}
+    return {"proc": proc, "created": created.stdout, "dir": run_dir, "records": records, "store": root / "store"}
+
+
+def test_env_create_builds_each_runtime_beside_the_exporter(exits_run, kit_home):
+    for name, package, version in (("openvino", "openvino", "2026.4.1"), ("torch", "torch", "2.15.0")):
+        marker = json.loads((kit_home / "envs" / name / "mxcompat-env.json").read_text())
+        assert marker["probe"]["runtime"] == name and marker["probe"]["versions"][package].startswith(version)
+        assert "mxnet" not in marker["probe"] and not (kit_home / "jupyter" / "kernels" / f"mxnet-{name}").exists()
+    listed = run_cli("env", "list", home=kit_home, check=True).stdout
+    assert "- (torch worker)" in listed and "onnx2torch 1.5.15" in listed
+
+
+def test_every_model_leaves_by_every_exit_as_exported_or_through_its_remedies(exits_run):
+    proc, records = exits_run["proc"], exits_run["records"]
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # cells that need a remedy fail the run
+    for (model, api), remedy in EXPECTED.items():
+        rec = records[(model, api)]
+        assert rec["direction"] == "onnx" and rec["loaded_with"] == "1.9.1", (model, api)
+        if remedy is None:
+            assert rec["verdict"] in ("identical", "close"), (model, api, rec["reason"])
+            assert max(scales.relative_errors(rec).values()) <= 1e-3, (model, api)
+            continue
+        assert rec["verdict"] == "load-error" and rec["remedy"]["fixed"], (model, api, rec.get("remedy"))
+        assert rec["remedy"]["name"] == remedy and rec["remedy"]["verdict"] in ("identical", "close"), (model, api)
+        worst, size = rec["remedy"]["summary"]["max_abs"], scales.reference_scale(scales.reference(rec))
+        assert scales.relative(worst, size) <= 1e-4 and rec["remedy"]["summary"]["top1_agreement"] == 1.0
+    torch_lstm = records[("lstm", "torch")]
+    assert "operation_type='LSTM'" in torch_lstm["remedy"]["tried"][0]["error"] or torch_lstm["remedy"]["fixed"]
+    assert "torch_converters.use(True)" in torch_lstm["remedy"]["user_code"]
+    assert records[("lenet", "torch")]["onnx"]["runtime"]["versions"]["onnx2torch"] == "1.5.15"
+
+
+def test_the_files_a_user_leaves_with_run_outside_the_kit(exits_run, kit_home):
+    """The TorchScript .pt (torch.jit.load: no kit, no onnx2torch) and OpenVINO's .xml/.bin give MXNet's reference
+    outputs on the batch case, and the .pt any batch size (the trace keeps its shapes dynamic)."""
+    for model in ("lenet", "resnet_bn"):
+        reference = exits_run["store"] / "1.9.1" / model / "export" / "reference.npz"
+        for api, runtime, suffix in (("torch", "torch", ".pt"), ("openvino", "openvino", ".xml")):
+            rec = exits_run["records"][(model, api)]
+            artifact = rec["onnx"]["artifact"]
+            assert artifact.endswith(suffix), artifact
+            found = outside(kit_home, runtime, artifact, reference)
+            measured = rec["cases"]["batch"][0]["max_abs"]
+            assert found["max_abs"] <= measured + 1e-6 * found["scale"], (model, api, found, measured)
+        single = outside(
+            kit_home, "torch", exits_run["records"][(model, "torch")]["onnx"]["artifact"], reference, "batch_of_one"
+        )
+        assert single["shape"][0] == 1 and scales.relative(single["max_abs"], single["scale"]) <= 1e-4
+
+
+def test_the_summary_shows_every_exit_per_model(exits_run):
+    md = (exits_run["dir"] / "summary.md").read_text()
+    assert "| lenet | 1.9.1 | PyTorch | 1.9.1 (export) | yes | yes | close |" in md
+    assert "| lenet | 1.9.1 | OpenVINO | 1.9.1 (export) | yes | yes | close |" in md
+    assert "| lstm | 1.9.1 | PyTorch | 1.9.1 (export) | no | - | load-error | - | ReduceMean | " in md
+    assert "torch 2.15.0" in md and "openvino 2026.4.1" in md
+
+
+def test_check_model_to_torch_and_openvino_writes_the_files_beside_the_checkpoint(exits_run, kit_home, tmp_path):
+    """A third-party 1.9.1 checkpoint with a per-channel PReLU and a channel SoftmaxActivation: --to
+    torch,openvino writes PREFIX.pt and PREFIX.xml/.bin (each verified close, through the remedies it needs) with
+    their records; both run outside the kit with the reference outputs."""
+    prefix = tmp_path / "faceattr"
+    python = kit_home / "envs" / "1.9.1" / "bin" / "python"
+    subprocess.run([str(python), "-c", CHECKPOINT, str(prefix)], check=True, capture_output=True, timeout=300)
+    proc = run_cli(
+        "check-model",
+        str(prefix),
+        "--epoch",
+        "3",
+        "--input",
+        "data:2,3,12,12",
+        "--saved-with",
+        "1.9.1",
+        "--to",
+        "torch,openvino",
+        "--store",
+        str(tmp_path / "store"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        home=kit_home,
+        timeout=900,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # SoftmaxActivation: remedied only
+    reference = tmp_path / "store" / "1.9.1" / "faceattr" / "checkpoint" / "reference.npz"
+    for api, suffix in (("torch", ".pt"), ("openvino", ".xml")):
+        rec = json.loads((tmp_path / f"faceattr.{api}.json").read_text())
+        assert rec["remedy"]["fixed"] and "softmax_activation_as_softmax" in rec["remedy"]["name"], rec["remedy"]
+        assert f"{prefix}{suffix}: the export with remedy {rec['remedy']['name']}" in proc.stdout
+        found = outside(kit_home, api, tmp_path / f"faceattr{suffix}", reference)
+        assert scales.relative(found["max_abs"], found["scale"]) <= 1e-4 and found["shape"] == [2, 3], (api, found)
+    assert (tmp_path / "faceattr.bin").is_file()
