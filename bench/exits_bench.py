@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the exits out of MXNet cost and give: their environments (size, build time) and one matrix through them.
 
-In a fresh kit home (the uv cache as it is: the result says whether torch's wheel was in it), builds the exporter
+In a fresh kit home (the uv cache as it is: the result says whether torch's wheel was in it), builds 1.9.1, the exporter
 (``onnx-1.9.1``) and the three runtimes (``onnxruntime``, ``openvino``, ``torch``) and reads each environment's
 build time from its marker and its size from the disk. Then runs one matrix: 1.9.1's graphs of LeNet, ResNet-BN,
 the LSTM and the families (PReLU, SoftmaxActivation, BiGRU) out through ``--load onnx,openvino,torch``, and
@@ -44,7 +44,8 @@ def main() -> int:
     env = dict(os.environ, MXCOMPAT_HOME=str(home))
     out = {"commit": commit_of(REPO), "torch_wheel_in_uv_cache": torch_wheel_cached(), "envs": {}}
     started = time.monotonic()
-    subprocess.run([PY, "-m", "kit", "env", "create", "onnx", "openvino", "torch"], env=env, check=True, cwd=REPO)
+    create = [PY, "-m", "kit", "env", "create", "1.9.1", "onnx", "openvino", "torch"]
+    subprocess.run(create, env=env, check=True, cwd=REPO)
     out["env_create_wall_s"] = round(time.monotonic() - started, 1)
     for name in ENVS:
         marker = json.loads((home / "envs" / name / "mxcompat-env.json").read_text())
