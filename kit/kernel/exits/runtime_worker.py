@@ -160,19 +160,24 @@ def _run(runtime, sessions, request):
         }
 
 
+def _version(package):
+    """An installed package's version (onnx2torch has no ``__version__``); the runtimes' Pythons are >= 3.8."""
+    from importlib import metadata
+
+    return metadata.version(package)
+
+
 def greeting(runtime):
     """What ``runtime``'s worker says at start: its versions, or why it does not import."""
     if runtime not in RUNTIMES:
         return {"ready": False, "error": "unknown runtime %r; known: %s" % (runtime, ", ".join(sorted(RUNTIMES)))}
     versions = {}
     try:
-        from importlib import metadata  # the runtimes' Pythons are >= 3.8
-
         import numpy
 
         for name in RUNTIMES[runtime][0]:
-            __import__(name)
-            versions[name] = metadata.version(name)
+            __import__(name)  # what is missing is said first
+            versions[name] = _version(name)
     except Exception as e:  # noqa: BLE001
         return {"ready": False, "runtime": runtime, "error": "%s: %s" % (type(e).__name__, e)}
     return {
