@@ -210,7 +210,8 @@ def run_remote(task: dict) -> dict:
     exits = params.get("exit_runtimes") or {}
     for api in exits:  # an exit's step also runs its runtime: that runtime's environment, on this worker
         built = ensure_env(home, EXIT_RUNTIMES[api]) or built
-    params["exit_runtimes"] = {api: str(onnx_path.runtime_python(home, api)) for api in exits}
+    if exits:  # this worker's Pythons, not the planner's (a train step has no such parameter)
+        params["exit_runtimes"] = {api: str(onnx_path.runtime_python(home, api)) for api in exits}
     places = {"store": str(mirror.root), "run": str(scratch)}
     for name, place in PATH_PARAMETERS[kind].items():
         params[name] = places[place]

@@ -22,7 +22,8 @@ import numpy as np
 LSTM_GATES = (0, 2, 3, 1)  # ONNX i,o,f,c -> torch i,f,g(c),o
 GRU_GATES = (1, 0, 2)  # ONNX z,r,h -> torch r,z,n
 _DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
-_REGISTERED = []
+#: onnx2torch's own entries for what the kit's converters replace (None: it has none), read once
+_ORIGINALS = {}
 _TRACEABLE = []
 
 
@@ -251,11 +252,10 @@ def use(enabled):
     converters another asked for."""
     from onnx2torch.node_converters import registry
 
-    table = registry._CONVERTER_REGISTRY
-    if not _REGISTERED:
-        _REGISTERED.append(dict((key, table.get(key)) for key in _kit_entries()))  # onnx2torch's own, once
-    originals = _REGISTERED[0]
-    for key, converter in (_kit_entries() if enabled else originals).items():
+    table, kit = registry._CONVERTER_REGISTRY, _kit_entries()
+    if not _ORIGINALS:
+        _ORIGINALS.update((key, table.get(key)) for key in kit)
+    for key, converter in (kit if enabled else _ORIGINALS).items():
         if converter is None:
             table.pop(key, None)
         else:
