@@ -2,7 +2,9 @@
 
 A cell whose artifact does not load or run (a load or infer error) is investigated like any other: the
 notebook says what failed and where, which remedies were tried (the run's record says) and compares layer
-by layer under the one that works. The investigation completing is exit 0 whatever it finds, as for a
+by layer under the one that works. An exit's cell (``onnx``, ``openvino``, ``torch``) runs on its exporter's
+kernel: the exported file, the nodes it names made outputs, runs in the exit's runtime against the saving
+release's internals. The investigation completing is exit 0 whatever it finds, as for a
 numeric regression; a notebook that itself breaks is a :class:`KitError` (exit 3) naming its executed copy.
 What the kernels and MXNet print goes to ``RUN/logs/investigate-<cell>.log``, its tail shown when it fails.
 """
@@ -14,11 +16,11 @@ from pathlib import Path
 from papermill.exceptions import PapermillExecutionError
 
 from kit.common import artifacts
-from kit.common.capabilities import EXIT_APIS
+from kit.common.capabilities import EXIT_APIS, EXIT_RUNTIMES, ONNX_SOURCES
 from kit.common.errors import KitError, UsageError
 from kit.common.verdicts import PARAMS_AS_SAVED
-from kit.debug.run_files import cell_artifact, record_path, run_store
-from kit.envs import limits
+from kit.debug.run_files import cell_artifact, read_record, record_path, run_store
+from kit.envs import limits, onnx_path
 from kit.envs.manager import EnvManager
 from kit.execute import kernel_log, notebook_parameters
 from kit.execute.notebooks import NOTEBOOKS, run_notebook
@@ -48,18 +50,21 @@ def investigate_cell(
     manifest = run.read_manifest()
     store = run_store(run, home)
     record = record_path(run, cell)
-    if cell.api in EXIT_APIS:
-        raise UsageError(
-            f"{cell} is an exit's cell: investigate compares MXNet's layers, and {cell.api} runs outside MXNet",
-            hint=f"its record ({record}) names the exporter's or runtime's error, the files and "
-            "the remedies tried; investigate the source artifact in an MXNet release: "
-            f"--cell {cell.model}/export/{cell.saved}/{cell.loaded}",
-        )
-    artifact = cell_artifact(store, cell)
-    if not (artifact / artifacts.MANIFEST).is_file():
-        raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{cell.api}")
     manager = EnvManager(home)
-    loading = manager.ready_env(cell.loaded)
+    exit_runtimes = None
+    source_api = cell.api
+    if cell.api in EXIT_APIS:  # the exporter's kernel exports; the exit's runtime runs the file, nodes as outputs
+        if not record.is_file():
+            raise UsageError(f"run {run_id} has no record of {cell}: which artifact it exported is not known")
+        source_api = read_record(run, cell).get("source_api") or ONNX_SOURCES[0]
+        loading = manager.ready_env(onnx_path.env_name(cell.loaded))
+        manager.ready_env(EXIT_RUNTIMES[cell.api])
+        exit_runtimes = {cell.api: onnx_path.runtime_python(home, cell.api)}
+    else:
+        loading = manager.ready_env(cell.loaded)
+    artifact = cell_artifact(store, cell, source_api)
+    if not (artifact / artifacts.MANIFEST).is_file():
+        raise UsageError(f"run {run_id}'s store {store} has no artifact {cell.saved}/{cell.model}/{source_api}")
     out_dir = run.dir / "investigate"
     out_dir.mkdir(parents=True, exist_ok=True)
     reference = ""
@@ -93,6 +98,8 @@ def investigate_cell(
                 reference=reference,
                 record=record if record.is_file() else None,
                 out_json=out_json,
+                exit_runtimes=exit_runtimes,
+                exports=out_dir / f"{cell.slug}.files" if exit_runtimes else None,
             ),
             home=home,
             execution_timeout=int(limits.CELL_TIMEOUT),
@@ -124,6 +131,12 @@ def report_lines(result: dict, notebook: str | Path) -> list[str]:
     failure = result.get("failure")
     if failure:
         lines += result["message"].splitlines()
+    if result.get("exported"):
+        exported = result["exported"]
+        lines.append(
+            f"exported file: {exported['file']}; {exported['exposed']} of its tensors compared as MXNet's nodes "
+            f"({exported['layers']}, run in {exported['runtime']['name']})"
+        )
     under = result.get("compared_under")
     if result["rows"]:  # the artifact as it is, or under the remedy that works
         where = f" under remedy {under['name']}" if under else ""
@@ -134,7 +147,8 @@ def report_lines(result: dict, notebook: str | Path) -> list[str]:
                 f"max abs {first.get('max_abs')})"
             )
         else:
-            lines.append(f"no node past tolerance{where} ({len(result['rows'])} nodes)")
+            compared = [r for r in result["rows"] if r["ok"] is not None]  # an exit's file lacks fused nodes
+            lines.append(f"no node past tolerance{where} ({len(compared)} nodes)")
         if result.get("node_matching", "by name") != "by name":
             lines.append(f"nodes matched {result['node_matching']}")
         if result["parameters"] is None:

@@ -89,10 +89,14 @@ def investigate(
     reference: str | os.PathLike | None = None,
     record: str | os.PathLike | None = None,
     out_json: str | os.PathLike | None = None,
+    exit_runtimes: dict | None = None,
+    exports: str | os.PathLike | None = None,
 ) -> dict:
     """investigate.ipynb's: compare layer by layer the artifact (``saved_with``, ``model``, ``api``) of ``store``
     as ``release`` computes it; ``reference``, internals computed on demand (None: those recorded at train
-    time); ``record``, the cell's record in the run; ``out_json``, where the investigation goes as JSON."""
+    time); ``record``, the cell's record in the run; ``out_json``, where the investigation goes as JSON;
+    ``exit_runtimes``, ``{exit: Python}`` for an exit's cell (its exported file runs there), ``exports``, where
+    its files go."""
     return {
         "release": release,
         "store": str(store),
@@ -103,6 +107,8 @@ def investigate(
         "reference": str(reference or ""),
         "record": str(record or ""),
         "out_json": str(out_json or ""),
+        "exit_runtimes": {api: str(python) for api, python in (exit_runtimes or {}).items()},
+        "exports": str(exports or ""),
     }
 
 

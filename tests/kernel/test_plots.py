@@ -4,9 +4,9 @@ import struct
 from kit.kernel.entry import plots
 
 ROWS = [
-    {"index": 0, "status": "identical", "max_abs": 0.0, "max_rel": 0.0, "frac_out_of_tolerance": 0.0},
-    {"index": 1, "status": "close", "max_abs": 1e-6, "max_rel": 1e-5, "frac_out_of_tolerance": 0.0},
-    {"index": 2, "status": "past tolerance", "max_abs": 0.5, "max_rel": 2.0, "frac_out_of_tolerance": 0.25},
+    {"index": 0, "status": "identical", "ok": True, "max_abs": 0.0, "max_rel": 0.0, "frac_out_of_tolerance": 0.0},
+    {"index": 1, "status": "close", "ok": True, "max_abs": 1e-6, "max_rel": 1e-5, "frac_out_of_tolerance": 0.0},
+    {"index": 2, "status": "past tolerance", "ok": False, "max_abs": 0.5, "max_rel": 2.0, "frac_out_of_tolerance": 0.3},
 ]
 
 
@@ -39,7 +39,7 @@ def test_layer_heatmap_holds_log10_of_every_metric():
     grid = fig.axes[0].get_images()[0].get_array()
     assert grid.shape == (3, 3)
     assert abs(grid[0][2] - math.log10(0.5)) < 1e-12 and grid[0][0] == math.log10(plots.FLOOR)
-    assert abs(grid[2][2] - math.log10(0.25)) < 1e-12
+    assert abs(grid[2][2] - math.log10(0.3)) < 1e-12
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(plots.LAYER_METRICS)
 
 

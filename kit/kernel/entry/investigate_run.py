@@ -7,8 +7,10 @@ layer-by-layer comparison under the remedy that works.
 """
 
 import os
+import tempfile
 
 from kit.common import artifacts, tolerance
+from kit.common.capabilities import EXIT_APIS, EXIT_RUNTIMES, ONNX_SOURCES
 from kit.common.errors import KitError
 from kit.kernel.entry.train_run import check_kernel
 from kit.kernel.investigate.failure import (
@@ -27,7 +29,19 @@ from kit.kernel.mx import internals
 from kit.kernel.saving import adapters
 
 
-def investigate(release, store, model, api, saved_with, tolerance_overrides=None, reference=None, top=TOP, record=None):
+def investigate(
+    release,
+    store,
+    model,
+    api,
+    saved_with,
+    tolerance_overrides=None,
+    reference=None,
+    top=TOP,
+    record=None,
+    exit_runtimes=None,
+    exports=None,
+):
     """Compare every internal node of one artifact as ``release`` computes it with the saving release's.
 
     ``reference`` is an internals file computed on demand in the saving release;
@@ -41,10 +55,23 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
     argument or operator and the nodes that carry it), ``remedies`` what was tried (the record's, or tried
     now when the record has none), and the layer-by-layer comparison is made under the remedy that works
     (``compared_under``). ``message`` says all of it in a few lines.
+
+    An exit's cell (``api`` ``onnx``, ``openvino``, ``torch``; this kernel is its exporter's) compares the
+    exported file, its nodes made outputs and run in the exit's runtime (``exit_runtimes``, ``{exit: Python}``),
+    with the saving release's internals; its artifact is the one the record's ``source_api`` names. The files
+    go to ``exports`` (None: a temporary folder), never into the store.
     """
     check_kernel(release)
     tolerance.validate(tolerance_overrides)
-    folder = artifacts.artifact_dir(store, saved_with, model, api)
+    rec = read_record(record)
+    artifact_api = api
+    if api in EXIT_APIS:
+        from kit.kernel.exits import onnx_export, runtime_client
+
+        runtime_client.configure(EXIT_RUNTIMES[api], (exit_runtimes or {}).get(api))
+        onnx_export.configure(exports or tempfile.mkdtemp(prefix="mxcompat-investigate-"))
+        artifact_api = (rec or {}).get("source_api") or ONNX_SOURCES[0]
+    folder = artifacts.artifact_dir(store, saved_with, model, artifact_api)
     try:
         manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))
     except (IOError, OSError, ValueError) as e:
@@ -54,7 +81,6 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
     bad = artifacts.verify(folder, manifest) or artifacts.content_problems(folder, manifest)
     if bad:
         raise KitError("artifact %s is corrupt (%s): nothing to investigate" % (folder, ", ".join(bad)))
-    rec = read_record(record)
     no_internals = None
     if not reference:
         info = manifest.get("internals") or {}
@@ -92,6 +118,8 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
         "remedies": None,
         "compared_under": None,
         "not_compared": None,
+        # an exit's cell: the exported file whose nodes were compared (its layered copy, its runtime)
+        "exported": None,
     }
     cell = InvestigatedCell(
         release, saved_with, model, api, folder, manifest, spec, adapter, inputs, expected, tolerance_overrides
@@ -105,7 +133,7 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
     try:
         sym, arg, aux = adapter.load_graph(spec, release, folder, manifest)
         stage = "infer"
-        got = internals.evaluate(sym, arg, aux, inputs)
+        got, arg, aux = cell.layers(sym, arg, aux, folder, manifest)
     except adapters.GraphUnavailable as e:
         if not failed(rec):
             raise KitError(str(e))
@@ -121,11 +149,20 @@ def investigate(release, store, model, api, saved_with, tolerance_overrides=None
         result.update(compare(cell, sym, arg, aux, got, top))
         if failed(rec):  # the reload failed, yet the graph evaluates node by node: both are evidence
             _explain(cell, result, rec, None, None, run=False)
+    result["exported"] = cell.exported
     result["message"] = message(result)
     return result
 
 
 def _cell(result):
+    if result["api"] in EXIT_APIS:
+        return "%s/%s saved with %s, exported by MXNet %s and run in %s" % (
+            result["model"],
+            result["api"],
+            result["saved_with"],
+            result["loaded_with"],
+            EXIT_RUNTIMES[result["api"]],
+        )
     return "%s/%s saved with %s, loaded with %s" % (
         result["model"],
         result["api"],
@@ -140,8 +177,11 @@ def _layers(result, matching=True):
     said = ""
     if matching and result.get("node_matching", BY_NAME) not in (BY_NAME, None):
         said = "nodes matched %s; " % result["node_matching"]
+    unpaired = [r for r in result["rows"] if r["ok"] is None]
+    if unpaired:  # an exit's file: nodes its exporter fused or renamed are not compared
+        said += "%d of %d nodes are in the exported file; " % (len(result["rows"]) - len(unpaired), len(result["rows"]))
     if first is None:
-        return "%severy one of %d nodes is within tolerance" % (said, len(result["rows"]))
+        return "%severy one of %d nodes is within tolerance" % (said, len(result["rows"]) - len(unpaired))
     detail = "max abs error %.3g" % first["max_abs"] if first.get("max_abs") is not None else first["status"]
     return "%sthe first node past tolerance is #%d %s (op %s, %s)" % (
         said,
@@ -149,6 +189,18 @@ def _layers(result, matching=True):
         first["node"],
         first["op"],
         detail,
+    )
+
+
+def exported_line(result):
+    """An exit's cell: the exported file, its copy with the nodes made outputs, and the runtime that ran it."""
+    exported = result["exported"]
+    runtime = exported["runtime"]
+    return "exported file %s; its %d nodes made outputs in %s, run in %s" % (
+        exported["file"],
+        exported["exposed"],
+        exported["layers"],
+        ", ".join("%s %s" % kv for kv in sorted(runtime["versions"].items())),
     )
 
 

@@ -72,7 +72,7 @@ def error_growth(rows, title="max abs error per node"):
     xs = [r["index"] for r in rows]
     ys = _floored([r.get("max_abs") for r in rows])
     ax.semilogy(xs, ys, color="#1f77b4", linewidth=1.2, marker=".", markersize=4)
-    bad = [(x, y) for x, y, r in zip(xs, ys, rows) if r.get("status") not in ("identical", "close")]
+    bad = [(x, y) for x, y, r in zip(xs, ys, rows) if r.get("ok") is False]
     if bad:
         ax.scatter([b[0] for b in bad], [b[1] for b in bad], color="#d62728", zorder=3, s=18, label="past tolerance")
         ax.legend(loc="upper left", fontsize=8)

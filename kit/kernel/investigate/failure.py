@@ -9,7 +9,7 @@ import re
 from kit.common import artifacts, verdicts
 from kit.common.versions import direction
 from kit.kernel.investigate.layer_compare import compare
-from kit.kernel.mx import internals, mxapi
+from kit.kernel.mx import mxapi
 from kit.kernel.saving import adapters
 
 
@@ -280,7 +280,7 @@ def _compare_under_remedy(cell, result, top):
                 return
             with mode():
                 (sym, arg, aux), under["graph"] = _remedied_graph(cell, work)
-                got = internals.evaluate(sym, arg, aux, cell.inputs)
+                got, arg, aux = cell.layers(sym, arg, aux, work.folder, work.manifest)
                 compared = compare(cell, sym, arg, aux, got, top)
     except adapters.GraphUnavailable as e:
         result["not_compared"] = str(e)

@@ -7,6 +7,8 @@ from collections import OrderedDict
 import numpy as np
 
 from kit.common import artifacts, metrics, tolerance, verdicts
+from kit.common.capabilities import EXIT_RUNTIMES
+from kit.kernel.investigate import exit_layers
 from kit.kernel.mx import internals
 from kit.kernel.saving.measure import measure
 
@@ -20,6 +22,32 @@ class InvestigatedCell(object):
         self.release, self.saved, self.model, self.api = release, saved, model, api
         self.folder, self.manifest, self.spec, self.adapter = folder, manifest, spec, adapter
         self.inputs, self.expected, self.overrides = inputs, expected, overrides
+        #: an exit's cell: its runtime (the layers are the exported file's), else None (MXNet's own)
+        self.runtime = EXIT_RUNTIMES.get(api)
+        #: the exported file's details once :meth:`layers` ran on an exit's cell
+        self.exported = None
+
+    def layers(self, sym, arg, aux, folder, manifest):
+        """``(got, arg, aux)``: every node's output as this cell computes it (MXNet's graph bound node by node;
+        an exit's exported file with those nodes made outputs, run in its runtime), and the parameters it holds."""
+        if self.runtime is None:
+            return internals.evaluate(sym, arg, aux, self.inputs), arg, aux
+        got, self.exported = exit_layers.layer_outputs(
+            self.runtime,
+            self.adapter.runtime_options(manifest),
+            folder,
+            manifest,
+            manifest.get("onnx_opset"),
+            self.expected,
+            self.inputs,
+        )
+        return got, exit_layers.exported_parameters(self.exported["file"], manifest.get("parameters")), {}
+
+    def unpaired(self, output):
+        """What the row of a saved node the exit's file does not give says (None: MXNet's own graph)."""
+        if self.runtime is None:
+            return None
+        return ((self.exported or {}).get("other_shapes") or {}).get(output) or exit_layers.UNPAIRED
 
     def measure(self):
         """What the reload measures a predictor with: every reference case, the run's tolerance."""
@@ -32,12 +60,15 @@ class InvestigatedCell(object):
 
 
 def compare(cell, sym, arg, aux, got, top=TOP):
-    """The layer-by-layer part of an investigation: rows, first divergence, worst elements, parameters."""
+    """The layer-by-layer part of an investigation: rows, first divergence, worst elements, parameters.
+
+    A saved node an exit's exported file does not expose (its exporter fused or renamed it) is neither close
+    nor past tolerance; in an MXNet graph a missing node is a divergence."""
     nodes = internals.node_table(sym)
     expected = cell.expected
     got, matching, loaded_names = match_nodes(expected, got)
-    rows = _node_rows(expected, got, nodes, cell.model, cell.overrides, loaded_names)
-    first = next((r for r in rows if not r["ok"]), None)
+    rows = _node_rows(expected, got, nodes, cell.model, cell.overrides, loaded_names, cell.unpaired)
+    first = next((r for r in rows if r["ok"] is False), None)
     worst = (
         _worst_elements(expected[first["output"]], got[first["output"]], top)
         if first and first["output"] in expected and first["output"] in got and first["shape_match"]
@@ -85,13 +116,18 @@ def match_nodes(expected, got):
     return paired, "by position: the saved and loaded graphs name their nodes differently", names
 
 
-def _node_rows(expected, got, nodes, model, overrides, loaded_names=None):
+def _node_rows(expected, got, nodes, model, overrides, loaded_names=None, unpaired=None):
     rows = []
     order = list(expected) + [n for n in got if n not in expected]
     for i, out in enumerate(order):
         node = internals.node_of((loaded_names or {}).get(out, out))
         info = nodes.get(node, {})
         row = {"index": i, "output": out, "node": node, "op": info.get("op"), "attrs": info.get("attrs", {})}
+        said = unpaired(out) if unpaired and out not in got and out in expected else None
+        if said:
+            row.update(ok=None, shape_match=None, status=said)
+            rows.append(row)
+            continue
         if out not in got or out not in expected:
             row.update(
                 ok=False,
