@@ -201,6 +201,8 @@ def _check_artifact(loaded, saved, model, api, path, overrides, phase, archived,
     rec["verdict"], rec["reason"], rec["summary"] = result["verdict"], result["reason"], result["summary"]
     if rec["verdict"] == verdicts.MISMATCH and not rec["cases"]:
         return rec
+    if api in EXIT_APIS and rec["verdict"] in (verdicts.DRIFT, verdicts.MISMATCH):  # a file that runs, wrong
+        return _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, reference, overrides, phase)
     if spec is not None and spec.fused_front and api in SPLIT_APIS:  # transforms or network: which one moved
         from kit.kernel.saving import split_front
 

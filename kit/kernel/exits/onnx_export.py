@@ -94,6 +94,26 @@ def _converter(tb):
     return found
 
 
+def _label_taken_for_input(exc, sym_path):
+    """Why the exporter indexes past the input shapes: it skips only the label named after the graph's last
+    node (``<last>_label``), so a SoftmaxOutput label elsewhere (a head that is not last) is taken for a data
+    input. None for any other error."""
+    if not isinstance(exc, IndexError):
+        return None
+    import mxnet as mx
+
+    sym = mx.sym.load(sym_path)
+    internals = sym.get_internals()
+    skipped = internals[len(internals) - 1].name + "_label"
+    labels = [n for n in sym.list_arguments() if n.endswith("_label") and n != skipped]
+    if not labels:
+        return None
+    return "the exporter skips only the label %s; it took the SoftmaxOutput label input %s for a data input" % (
+        skipped,
+        ", ".join(labels),
+    )
+
+
 def files(manifest):
     """``(symbol file, params file)`` of a graph artifact (an export, Module or foreign checkpoint)."""
     info = manifest.get("load") or {}
@@ -155,10 +175,11 @@ def export(folder, manifest, opset=None, out=None, batch=None):
             fn(*args, **kwargs)
         except Exception as e:
             converter = _converter(sys.exc_info()[2])
-            if converter is None:
+            said = "raised in the exporter's %s" % converter if converter else _label_taken_for_input(e, sym_path)
+            if said is None:
                 raise
-            try:  # the exporter's message verbatim, and the converter it came from (an IndexError says little)
-                enriched = type(e)("%s\n(raised in the exporter's %s)" % (e, converter))
+            try:  # the exporter's message verbatim, and where it came from (an IndexError says little)
+                enriched = type(e)("%s\n(%s)" % (e, said))
             except Exception:  # noqa: BLE001 - an exception type that takes other arguments: as it was
                 raise e
             raise enriched

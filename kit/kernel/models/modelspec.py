@@ -51,6 +51,7 @@ class ModelSpec(object):
         port=None,
         port_kind="gluon",
         port_initializer=None,
+        stored=None,
     ):
         self.name, self.version, self._kind, self.description = name, version, kind, description
         self.inputs, self.n_classes = inputs, n_classes
@@ -65,6 +66,9 @@ class ModelSpec(object):
         self.fused_front = fused_front
         # after training, BatchNorm running statistics from one pass over training data (short trainings)
         self.calibrate_batchnorm = calibrate_batchnorm
+        # a Module model's values a checkpoint converted from another framework stores beside the trained ones:
+        # ``stored(arg_params)`` edits them after training (values MXNet ignores by an attribute)
+        self.stored = stored
         self._initializer = initializer
         self._variant = variant
         # the model's own tolerance defaults (kit.common.tolerance), below any a run gives

@@ -209,6 +209,27 @@ def build_bigru(release, variant=None):
     return BiGRUClassifier(40, 16, 12, 3, prefix="bigru_")
 
 
+class LrnNet(gluon.HybridBlock):
+    """Conv, relu, local response normalization called with knorm at its default (2), max-pool, global average
+    pool, Dense: an AlexNet-era block as Gluon code writes it."""
+
+    def __init__(self, **kwargs):
+        super(LrnNet, self).__init__(**kwargs)
+        with self.name_scope():
+            self.conv = gluon.nn.Conv2D(8, 3, padding=1)
+            self.pool = gluon.nn.MaxPool2D(2, 2)
+            self.head = gluon.nn.GlobalAvgPool2D()
+            self.output = gluon.nn.Dense(4)
+
+    def hybrid_forward(self, F, x):
+        x = F.LRN(F.relu(self.conv(x)), nsize=5)
+        return self.output(self.head(self.pool(x)))
+
+
+def build_lrn_net(release, variant=None):
+    return LrnNet(prefix="lrnnet_")
+
+
 def build_face_prelu(release, variant=None):
     """A face-attribute net as MXNet 1.x checkpoints have it: conv, BatchNorm, PReLU (a learned slope per
     channel, starting at 0.25), pooling, FC, a SoftmaxOutput head."""
@@ -235,6 +256,29 @@ def build_detect_softmax(release, variant=None):
     x = mx.sym.SoftmaxActivation(x, name="fc1_prob")  # mode "instance", the default
     x = mx.sym.FullyConnected(x, num_hidden=4, name="fc2")
     return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def build_converted_heads(release, variant=None):
+    """A classifier as checkpoints converted from other frameworks carry it, with two outputs. BatchNorm is left
+    at fix_gamma's default (True) with a gamma stored per channel (:func:`converted_gamma`), which MXNet
+    ignores; LRN at knorm's default (2); a FullyConnected on globally pooled 4-D features at flatten's default
+    (True); beside the SoftmaxOutput head, a nearest-UpSampled feature map as a second output through BlockGrad."""
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, num_filter=6, kernel=(3, 3), pad=(1, 1), name="conv1")
+    x = mx.sym.BatchNorm(x, name="bn1")  # its stored gamma: converted_gamma
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.LRN(x, nsize=5, name="lrn1")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool1")
+    features = mx.sym.BlockGrad(mx.sym.UpSampling(x, scale=2, sample_type="nearest", name="up1"), name="features")
+    pooled = mx.sym.Pooling(x, kernel=(1, 1), global_pool=True, pool_type="avg", name="gap")
+    logits = mx.sym.FullyConnected(pooled, num_hidden=4, name="fc1")
+    return mx.sym.Group([mx.sym.SoftmaxOutput(logits, name="softmax"), features])
+
+
+def converted_gamma(arg_params):
+    """The gamma a converter from another framework stores for converted_heads' BatchNorm (MXNet trains it as ones
+    under fix_gamma, and ignores whatever is stored): a scale per channel."""
+    arg_params["bn1_gamma"] = mx.nd.array([1.7, 0.6, 2.2, 1.3, 0.9, 1.9])
 
 
 def port_e2e(release, variant=None):
@@ -342,8 +386,10 @@ MODELS.update((spec.name, spec) for spec in mbcc_models.SPECS)
 
 
 # operator families of third-party checkpoints (the group "families"), last: Module models, no Gluon 2.0 port
-def _module_model(name, description, build):
-    return _spec(name, description, _images(3, 16), build, None, kind="symbol", label_names=("softmax_label",))
+def _module_model(name, description, build, **options):
+    return _spec(
+        name, description, _images(3, 16), build, None, kind="symbol", label_names=("softmax_label",), **options
+    )
 
 
 FAMILY_SPECS = [
@@ -351,7 +397,16 @@ FAMILY_SPECS = [
     _module_model(
         "detect_softmax", "mx.sym conv-SoftmaxActivation (channel, instance)-FC: a detection head", build_detect_softmax
     ),
+    _module_model(
+        "converted_heads",
+        "mx.sym BN (fix_gamma, a gamma stored)-LRN-pool-FC on 4-D, UpSampling/BlockGrad second output",
+        build_converted_heads,
+        stored=converted_gamma,
+    ),
 ]
+FAMILY_SPECS.append(
+    _spec("lrn_net", "Gluon conv-LRN (knorm at its default)-pool-Dense", _images(3, 16), build_lrn_net, None)
+)
 FAMILY_SPECS.append(
     _spec(
         "bigru",

@@ -228,6 +228,8 @@ def _train_module(spec, release, x, y, xh, yh, epochs, seed):
             prob = mod.get_outputs()[0].asnumpy()
             history.append(float(-np.log(prob[np.arange(len(yb)), yb.astype(int)] + 1e-12).mean()))
     arg_params, aux_params = mod.get_params()
+    if spec.stored is not None:
+        spec.stored(arg_params)
     trained = Trained(
         spec, release, symbol=spec.build(release), arg_params=arg_params, aux_params=aux_params, history=history
     )

@@ -17,12 +17,21 @@ import traceback
 
 from kit.common import verdicts
 from kit.common.remedy_reasons import no_remedy_reason
-from kit.kernel.remedies import conversion, export, export_ops, graph, params
+from kit.kernel.remedies import conversion, export, export_ops, export_semantics, graph, params
 from kit.kernel.remedies.base import MAX_CHAIN, REMEDIES, Refused, Target, Work, by_name
 
 #: the remedy modules (each registers its remedies on import) in the order they are tried: graph edits and loading
 #: modes first, then export settings and the operators an export needs rewritten, then file edits
-TRY_ORDER = (graph.__name__, export.__name__, export_ops.__name__, conversion.__name__, params.__name__)
+TRY_ORDER = (
+    graph.__name__,
+    export.__name__,
+    export_ops.__name__,
+    export_semantics.__name__,
+    conversion.__name__,
+    params.__name__,
+)
+#: the verdicts of outputs that are wrong (a remedy's edit that made the file run may leave them)
+WRONG_NUMBERS = (verdicts.DRIFT, verdicts.MISMATCH)
 
 
 def in_order():
@@ -77,6 +86,7 @@ def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_t
     if keep is not None:
         keep.append(work)
     chain, changed, remedy, error, answered = [], [], first, error_text, set()
+    measured, pending = None, []  # the last outputs, where wrong, and the edits still to try on them
     try:
         while True:
             chain.append(remedy)
@@ -85,8 +95,15 @@ def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_t
                 changed.append(remedy.apply(work, error))
                 result = measure(first.load(work))  # edits chain only after an edit: they all load alike
             except Refused as e:
+                if measured is not None:  # a follow-up with nothing to edit: the next, else the outputs as they were
+                    chain.pop()
+                    if pending:
+                        remedy = pending.pop(0)
+                        continue
+                    return _record(chain, changed, work, measured["verdict"], result=measured)
                 return _record(chain, changed, work, verdicts.LOAD_ERROR, refused=str(e))
             except Exception as e:  # noqa: BLE001 - the remedy's own failure is evidence, kept verbatim
+                measured, pending = None, []
                 error = "%s: %s" % (type(e).__name__, e)
                 follow = [
                     r
@@ -100,6 +117,16 @@ def _attempt(first, spec, adapter, loaded, saved, api, folder, manifest, error_t
                     remedy = follow[0]
                     continue
                 return _record(chain, changed, work, _failed_verdict(e), error=e, tb=traceback.format_exc())
+            if result["verdict"] in WRONG_NUMBERS and first.edits_artifact and len(chain) < MAX_CHAIN:
+                follow = [  # an edit that made the file run may leave numbers another edit answers
+                    r
+                    for r in in_order()
+                    if r.edits_artifact and r not in chain and r.matches(work, result.get("reason"), result["verdict"])
+                ]
+                if follow:
+                    measured, remedy, pending = result, follow[0], follow[1:]
+                    error = result.get("reason") or result["verdict"]
+                    continue
             return _record(chain, changed, work, result["verdict"], result=result)
     finally:
         if keep is None:

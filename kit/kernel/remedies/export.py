@@ -1,10 +1,8 @@
 """Remedies of an export to ONNX that fails: the exporter's settings a user leaving MXNet changes."""
 
-import json
-
 from kit.common.capabilities import EXIT_APIS, GLUON2
 from kit.kernel.exits import onnx_export
-from kit.kernel.remedies.base import EXPORT_SETTING, GRAPH_EDIT, Refused, Remedy, register
+from kit.kernel.remedies.base import EXPORT_SETTING, Remedy, register
 
 #: the newest opset MXNet 1.9's converters are written for (mx2onnx/_op_translations/_op_translations_opset13.py)
 CONVERTERS_OPSET = 13
@@ -59,41 +57,3 @@ mx.onnx.export_model("{symbol}", "{params}", {shapes}, {types}, "model.onnx",
             types="[%s]" % ", ".join("np.%s" % i.get("dtype", "float32") for i in inputs),
             dynamic=[(None,) + s[1:] for s in shapes],
         )
-
-
-@register
-class SoftmaxOutputAsSoftmax(Remedy):
-    """A Module graph ends in ``SoftmaxOutput`` (the training loss with its label input), which MXNet 1.9's
-    exporter fails to convert: the inference graph a user exports instead ends in a plain ``softmax``."""
-
-    name = "softmax_output_as_softmax"
-    title = "export the inference graph: SoftmaxOutput (softmax with its training label) replaced by softmax"
-    changes = GRAPH_EDIT
-    directions = ("backward", "same", "forward")
-    apis = EXIT_APIS
-    loading = ("1.3.0", GLUON2)
-    error = r"convert_softmax_output|SoftmaxOutput"
-    edits_artifact = True
-    user_code = """
-import mxnet as mx
-sym, arg_params, aux_params = mx.model.load_checkpoint(PREFIX, EPOCH)  # the files {symbol}, {params}
-head = sym.get_internals()[sym.list_outputs()[0].replace("_output", "")]  # the SoftmaxOutput node
-data = head.get_children()[0]  # its data input (the label is the other)
-mx.model.save_checkpoint("inference", 0, mx.sym.softmax(data, name="softmax"), arg_params, aux_params)
-"""
-
-    def apply(self, work, error_text):
-        import mxnet as mx
-
-        symbol, _ = work.files()
-        sym = mx.sym.load(work.path(symbol))
-        graph = json.loads(sym.tojson())
-        heads = [graph["nodes"][h[0]] for h in graph["heads"]]
-        if [n["op"] for n in heads] != ["SoftmaxOutput"]:
-            raise Refused("the graph's output is %s, not one SoftmaxOutput" % ", ".join(n["op"] for n in heads))
-        data = sym.get_children()[0]
-        mx.sym.softmax(data, name=heads[0]["name"]).save(work.path(symbol))
-        labels = (work.manifest.get("load") or {}).get("label_names")
-        if labels:
-            work.manifest["load"]["label_names"] = []
-        return "replaced SoftmaxOutput %r by softmax over its data input (no label input)" % heads[0]["name"]

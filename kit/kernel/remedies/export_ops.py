@@ -108,6 +108,21 @@ def softmax_by_mode(node, inputs, attrs, shape):
     return mx.sym.reshape(flat, shape=(0,) + tuple(shape[1:]), name=node["name"])
 
 
+def softmax_output_by_mode(node, inputs, attrs, shape):
+    """SoftmaxOutput (softmax with its training label) as the softmax it computes at inference: over axis 1 per
+    position (multi_output), over the last axis (preserve_shape), else over everything but the batch."""
+    import mxnet as mx
+
+    if node["op"] != "SoftmaxOutput":
+        return None
+    if attrs.get("multi_output") in ("True", "true", "1"):
+        return mx.sym.softmax(inputs[0], axis=1, name=node["name"])
+    if attrs.get("preserve_shape") in ("True", "true", "1") or shape is None or len(shape) <= 2:
+        return mx.sym.softmax(inputs[0], axis=-1, name=node["name"])
+    flat = mx.sym.softmax(mx.sym.reshape(inputs[0], shape=(0, -1)), axis=-1)
+    return mx.sym.reshape(flat, shape=(0,) + tuple(shape[1:]), name=node["name"])
+
+
 def rnn_directions_apart(node, inputs, attrs, shape):
     """A one-layer bidirectional RNN as two forward ones: one on the sequence, one on it reversed in time (then
     reversed back), their outputs (and final states) concatenated. The fused parameter vector is sliced by
@@ -197,6 +212,25 @@ class _GraphRewrite(Remedy):
             symbol=symbol, params=params, replace=type(self).replace.__name__, shapes=_input_shapes(work)
         )
         return "\n\n".join(["import json\n\nimport mxnet as mx"] + sources + [apply])
+
+
+@register
+class SoftmaxOutputAsSoftmax(_GraphRewrite):
+    """A Module graph's ``SoftmaxOutput`` heads (the training loss with its label input) fail MXNet 1.9's
+    exporter, or export dropping ``multi_output``/``preserve_shape``: each is replaced by the softmax it computes
+    at inference, by its mode, and the label inputs go (the inference graph a user exports)."""
+
+    name = "softmax_output_as_softmax"
+    title = "export the inference graph: each SoftmaxOutput (softmax with its training label) as softmax by its mode"
+    error = r"convert_softmax_output|SoftmaxOutput"  # also the exporter's label mix-up, as onnx_export says it
+    op = "SoftmaxOutput"
+    replace = staticmethod(softmax_output_by_mode)
+
+    def apply(self, work, error_text):
+        said = _GraphRewrite.apply(self, work, error_text)
+        if (work.manifest.get("load") or {}).get("label_names"):
+            work.manifest["load"]["label_names"] = []
+        return said
 
 
 @register
