@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kit.cli.options import (
@@ -14,6 +16,8 @@ from kit.cli.options import (
     store_option,
 )
 from kit.cli.run import report_outcome
+from kit.common import artifacts
+from kit.common.capabilities import FOREIGN_API
 from kit.common.errors import UsageError
 from kit.envs import onnx_path
 from kit.envs.limits import Limits
@@ -54,6 +58,13 @@ from kit.home import KitHome
     "it in each exit: onnx (ONNX Runtime: writes PREFIX.onnx), openvino (OpenVINO's IR: PREFIX.xml/.bin), torch "
     "(TorchScript: PREFIX.pt), each with its record PREFIX.EXIT.json, beside the checkpoint.",
 )
+@click.option(
+    "--preflight",
+    "preflight_only",
+    is_flag=True,
+    help="With --to: list the graph's operators and what will block or give wrong numbers in each exit (and the "
+    "remedy for each), then stop: nothing is exported.",
+)
 @click.option("--name", metavar="NAME", help="Model name in the store and the records (default: PREFIX's name).")
 @click.option("--data", metavar="FILE", help="Inputs from a .npy (first input) or .npz (by name) instead of generated.")
 @click.option("--image", metavar="FILE", help="An image file as the input, decoded by MXNet, see --preprocess.")
@@ -90,6 +101,7 @@ def check_model_cmd(
     cell_timeout,
     kernel_memory,
     forward,
+    preflight_only,
 ):
     """Will this checkpoint give the same outputs on the releases I upgrade to?
 
@@ -112,6 +124,8 @@ def check_model_cmd(
     parsed = [check_model.parse_input(i) for i in inputs]
     if not load and not to:
         raise UsageError("name the releases to reload in (--load) or where the model goes (--to onnx), or both")
+    if preflight_only and not to:
+        raise UsageError("--preflight checks the exits: name them with --to (onnx, openvino, torch)")
     exits = csv_list(to)
     wrong = [e for e in exits if not onnx_path.exit_of(e)]
     if wrong:
@@ -156,6 +170,17 @@ def check_model_cmd(
         f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
         f"param_version {manifest['param_version']})"
     )
+    if exits:  # before anything is exported: what will block, what would give wrong numbers, which remedy
+        from kit.foreign import preflight
+
+        staged = artifacts.artifact_dir(
+            str(open_store(store, home=home).root), saved_with, manifest["model"], FOREIGN_API
+        )
+        for found in preflight.run(home, Path(staged), exits):
+            for line in preflight.lines(found):
+                click.echo(line)
+    if preflight_only:
+        return
     req.models = [manifest["model"]]
     outcome = matrix.run_matrix(
         req, run_id=run_id, jobs=jobs, runs_dir=runs_dir, on_event=click.echo, home=home, progress_line=None

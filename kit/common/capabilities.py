@@ -57,7 +57,7 @@ MBCC_MODELS = ("mbcc_mlp", "mbcc_lenet", "mbcc_lstm")
 #: models carrying operator families third-party checkpoints use and exporters or converters miss (a face-attribute
 #: net's PReLU, a detection net's SoftmaxActivation, an OCR net's bidirectional GRU, a converted checkpoint's
 #: attributes that make MXNet ignore stored values): the group "families", opt-in and not part of "all".
-FAMILY_MODELS = ("face_prelu", "detect_softmax", "bigru", "converted_heads", "lrn_net")
+FAMILY_MODELS = ("face_prelu", "detect_softmax", "converted_heads", "lrn_net", "bigru")
 MODEL_NAMES = CORE_MODELS + VISION_MODELS + MBCC_MODELS + FAMILY_MODELS
 #: names that stand for several models wherever models are chosen; no model is selected means "core".
 MODEL_GROUPS = {

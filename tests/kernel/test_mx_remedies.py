@@ -245,3 +245,37 @@ def test_the_export_rewrites_compute_what_mxnet_computes_from_the_same_stored_va
     assert got.shape == expected.shape and np.abs(got - expected).max() < 1e-5, np.abs(got - expected).max()
     unchanged = export_ops.rebuild(sym, lambda node, inputs, attrs, shape: None)
     assert np.abs(_forward(unchanged, arrays, x_value) - expected).max() == 0.0
+
+
+def test_preflight_names_what_the_exporter_misreads_and_each_trap_names_a_registered_remedy():
+    """A graph with BatchNorm at fix_gamma's default and a stored gamma of 2, LRN without knorm and a
+    FullyConnected on a 4-D input: three wrong-number findings with their remedies; the same graph with its
+    attributes written out, gamma ones and the input flattened, none."""
+    from kit.kernel.exits import preflight
+
+    names = [r.name for r in attempts.in_order()]
+    assert all(t.remedy in names for t in preflight.TRAPS if t.remedy), [t.remedy for t in preflight.TRAPS]
+    root = tempfile.mkdtemp()
+    try:
+        found = {}
+        for case, explicit in (("as_converted", False), ("spelled_out", True)):
+            x = mx.sym.Convolution(mx.sym.var("data"), num_filter=3, kernel=(3, 3), pad=(1, 1), name="conv")
+            x = mx.sym.BatchNorm(x, name="bn", **({"fix_gamma": False} if explicit else {}))
+            x = mx.sym.LRN(x, nsize=3, name="lrn", **({"knorm": 2.0} if explicit else {}))
+            x = mx.sym.FullyConnected(mx.sym.Flatten(x) if explicit else x, num_hidden=2, name="fc")
+            sym_path, params_path = os.path.join(root, case + "-symbol.json"), os.path.join(root, case + ".params")
+            x.save(sym_path)
+            gamma = mx.nd.ones((3,)) * (1 if explicit else 2)
+            mx.nd.save(params_path, {"arg:bn_gamma": gamma, "arg:bn_beta": mx.nd.zeros((3,))})
+            found[case] = preflight.check(sym_path, params_path, {"data": (2, 3, 8, 8)}, ["onnx", "torch"])
+        said = dict((f["op"], (f["effect"], f["remedy"], f["exits"])) for f in found["as_converted"]["findings"])
+        assert said == {
+            "BatchNorm": ("wrong numbers", "fix_gamma_as_stored_ones", ["onnx", "torch"]),
+            "LRN": ("wrong numbers", "mxnet_defaults_spelled_out", ["onnx", "torch"]),
+            "FullyConnected": ("wrong numbers", "mxnet_defaults_spelled_out", ["onnx", "torch"]),
+        }, said
+        assert found["spelled_out"]["findings"] == [], found["spelled_out"]["findings"]
+        ops = dict((o["op"], o) for o in found["as_converted"]["operators"])
+        assert ops["LRN"]["attrs"] == {"nsize": ["3"]} and ops["Convolution"]["count"] == 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -218,6 +218,17 @@ def test_check_model_to_torch_and_openvino_writes_the_files_beside_the_checkpoin
     prefix = tmp_path / "faceattr"
     python = kit_home / "envs" / "1.9.1" / "bin" / "python"
     subprocess.run([str(python), "-c", CHECKPOINT, str(prefix)], check=True, capture_output=True, timeout=300)
+    common = ["--epoch", "3", "--input", "data:2,3,12,12", "--saved-with", "1.9.1", "--store", str(tmp_path / "store")]
+    first = run_cli("check-model", str(prefix), *common, "--to", "onnx,torch", "--preflight", home=kit_home)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "no converter for SoftmaxActivation" in first.stdout
+    assert "  LeakyReLU x1 (act_type=prelu)" in first.stdout
+    assert (
+        "blocks in onnx, torch: attn (SoftmaxActivation): the exporter has no converter -> remedy "
+        "softmax_activation_as_softmax" in first.stdout
+    )
+    assert "blocks in onnx: prelu (LeakyReLU): a per-channel PReLU slope" in first.stdout
+    assert not list(tmp_path.glob("faceattr.*.json")) and not (tmp_path / "faceattr.onnx").exists()  # nothing ran
     proc = run_cli(
         "check-model",
         str(prefix),
