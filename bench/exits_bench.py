@@ -4,7 +4,8 @@
 In a fresh kit home (the uv cache as it is: the result says whether torch's wheel was in it), builds 1.9.1, the exporter
 (``onnx-1.9.1``) and the three runtimes (``onnxruntime``, ``openvino``, ``torch``) and reads each environment's
 build time from its marker and its size from the disk. Then runs one matrix: 1.9.1's graphs of LeNet, ResNet-BN,
-the LSTM and the families (PReLU, SoftmaxActivation, BiGRU) out through ``--load onnx,openvino,torch``, and
+the LSTM and the families (PReLU, SoftmaxActivation, BiGRU, a converted checkpoint's ignored gamma and misread
+defaults, LRN's knorm) out through ``--load onnx,openvino,torch``, and
 records per (model, exit) the verdict, the remedy that made it leave and its max abs error, and the wall.
 
     .venv/bin/python bench/exits_bench.py
@@ -73,6 +74,9 @@ def main() -> int:
             "remedy": remedy.get("name") if remedy.get("fixed") else None,
             "remedy_verdict": remedy.get("verdict"),
             "max_abs": summary.get("max_abs"),
+            # a file that ran with wrong numbers: those as exported, then the remedy's
+            "as_exported": (rec.get("summary") or {}) if rec["verdict"] in ("drift", "mismatch") else None,
+            "remedy_max_abs": (remedy.get("summary") or {}).get("max_abs") if remedy.get("fixed") else None,
             "blocked_by": None if remedy.get("fixed") or rec["verdict"] in ("identical", "close") else rec.get("error"),
         }
     stamp = time.strftime("%Y%m%d-%H%M%S")
