@@ -162,6 +162,8 @@ def _how(rec: dict) -> str:
     parts = []
     if summary.get("max_abs") is not None:
         parts.append(f"max abs {summary['max_abs']:.2g}")
-    if info:
-        parts.append(f"opset {info.get('opset')}, onnx {info.get('onnx')}, {leaving.runtime_version(rec)}")
+    if info.get("opset"):  # the export ran (a failed one names only the runtime)
+        parts.append(f"opset {info['opset']}, onnx {info.get('onnx')}")
+    if leaving.runtime_version(rec):
+        parts.append(leaving.runtime_version(rec))
     return f" ({'; '.join(parts)})" if parts else ""

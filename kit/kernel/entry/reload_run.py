@@ -240,7 +240,19 @@ def _with_remedy(rec, spec, adapter, loaded, saved, api, path, manifest, referen
         rec,
         lambda predictor: measure(spec, rec["model"], reference, predictor, overrides),
     )
+    if api in EXIT_APIS and not (rec.get("onnx") or {}).get("runtime"):  # the export failed: the runtime's still said
+        rec["onnx"] = dict(rec.get("onnx") or {}, runtime=_exit_runtime(api))
     return rec
+
+
+def _exit_runtime(api):
+    """The exit's runtime with its versions, as its worker greets (None where it does not start)."""
+    from kit.kernel.exits import runtime_client
+
+    try:
+        return runtime_client.version(EXIT_RUNTIMES[api])
+    except runtime_client.RuntimeUnavailable:
+        return None
 
 
 def _remedies():
