@@ -9,8 +9,10 @@ Rows come from the exits' records (``direction == "onnx"``); the same rows feed 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is made: the CLI writing reports does without it
+    import pandas as pd
 
 from kit.common.capabilities import EXIT_APIS, EXIT_RUNTIMES
 from kit.common.versions import sort_key
@@ -110,6 +112,8 @@ def rows(records: list[dict]) -> list[dict]:
 
 
 def table(records: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(rows(records), columns=COLUMNS)
 
 

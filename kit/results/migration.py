@@ -9,8 +9,10 @@ saved with ``save_parameters``, so there is nothing to migrate.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is made: the CLI writing reports does without it
+    import pandas as pd
 
 from kit.common.capabilities import APIS, has_feature
 from kit.common.verdicts import SEVERITY
@@ -78,6 +80,8 @@ def remedied_text(recs: list[dict]) -> str:
 
 def table(records: list[dict], detail: bool = False) -> pd.DataFrame:
     """The migration table: index (api, saved_with) or (model, api, saved_with), a column per 2.0 release."""
+    import pandas as pd
+
     recs = _migrating(records)
     if not recs:
         return pd.DataFrame()

@@ -10,7 +10,10 @@ loading side is a runtime; the same rows feed summary.md, summary.ipynb, ``repor
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: the CLI writing reports does without it
+    import pandas as pd
 
 from kit.common.verdicts import SEVERITY
 from kit.common.versions import is_runtime, release_of, sort_key
@@ -82,6 +85,8 @@ def rows(manifest: dict, records: list[dict]) -> list[dict]:
 
 
 def table(manifest: dict, records: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(rows(manifest, records), columns=COLUMNS)
 
 
