@@ -178,7 +178,7 @@ def _made_by(train_notebook: Path | None) -> str | None:
 
 def make_bundle(run_id: str, cell: Cell, *, runs_dir: str | Path | None = None, out: str | Path | None = None) -> Path:
     """Zip the evidence of ``cell``: notebooks and their HTML, record, manifests, fingerprints, README.md."""
-    from kit.results.reports import write_html
+    from kit.results.summary_html import write_html
 
     run = Run(runs_dir or default_runs_dir(), run_id)
     if not run.exists():

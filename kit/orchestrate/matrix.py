@@ -29,7 +29,7 @@ from kit.execute.steps import Step, StepResult
 from kit.home import KitHome
 from kit.orchestrate.plan import plan, runtime_entries, unchecked, unusable, waves
 from kit.orchestrate.request import RunRequest, check_environments, check_writable, store_space_warning, validate
-from kit.results import reports
+from kit.results import reports, summary_html
 from kit.results.records import load_records, load_run
 from kit.results.reports import skipped_line, step_cause
 from kit.results.runs import LATEST, Run, default_runs_dir, new_run_id
@@ -282,6 +282,8 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor: Executor, how:
     if executor.follows_dependencies and not any(host_ids.intersection(s.depends_on) for s in batched):
         # one batch for the executor (a release's reload starts as soon as it can), then the summary here
         todos = [batched, [s for todo in todos for s in todo if s.runs_on_host]]
+    if any(s.kind == "summary" for todo in todos for s in todo):
+        summary_html.prepare_html()  # nbconvert imported and its templates compiled while the steps run
     try:
         how.live.start()
         for i, todo in enumerate(todos):

@@ -14,7 +14,7 @@ from kit.common.errors import EXIT_BROKEN, EXIT_MEANINGS, EXIT_OK, EXIT_REGRESSI
 from kit.common.record_schema import cell_id, flat_row, verdict_counts
 from kit.common.verdicts import SEVERITY
 from kit.envs import runtime_remedies
-from kit.results import leaving, migration, runtime_report, signatures
+from kit.results import leaving, migration, runtime_report, signatures, summary_html
 from kit.results.markdown import md_code, md_fence, md_link, md_text
 from kit.results.records import is_failure
 from kit.results.runs import SUMMARY_NOTEBOOK, executed_notebook
@@ -430,16 +430,6 @@ def _cell_table(rows: list[dict]) -> list[str]:
     return out
 
 
-def write_html(notebook: Path, html: Path) -> None:
-    """The executed summary notebook as HTML without its code (``summary.ipynb`` keeps the code)."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
-    write_atomic(html, lambda f: f.write(body))
-
-
 def groups_of(records: list[dict], split: dict) -> list[Group]:
     """A run's incompatibility groups, counting the cells that fail it and those its allow-list excuses."""
     return signatures.group_records(
@@ -457,7 +447,7 @@ def write_all(run_dir: Path, records: list[dict], split: dict, manifest: dict, e
     write_markdown(run_dir / "summary.md", rows, split, manifest, exit_code, records, groups)
     summary = run_dir / SUMMARY_NOTEBOOK
     if summary.exists() and manifest["steps"].get("summary", {}).get("status") in ("ok", "failed"):
-        write_html(summary, run_dir / "summary.html")
+        summary_html.write_html(summary, run_dir / "summary.html")
     return groups
 
 

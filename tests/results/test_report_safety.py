@@ -319,7 +319,7 @@ import json, resource, signal, sys
 from pathlib import Path
 import nbformat
 from nbformat.v4 import new_markdown_cell, new_notebook
-from kit.results import reports
+from kit.results import reports, summary_html
 from kit.results.records import classify
 from test_report_safety import RECORDS, _manifest
 
@@ -336,7 +336,7 @@ for name, write in (
     ("records.csv", lambda: reports.write_csv(run_dir / "records.csv", rows * 20)),
     ("junit.xml", lambda: reports.write_junit(run_dir / "junit.xml", rows * 20, RECORDS * 20, manifest)),
     ("summary.md", lambda: reports.write_markdown(run_dir / "summary.md", rows, split, manifest, 1, RECORDS)),
-    ("summary.html", lambda: reports.write_html(nb, run_dir / "summary.html")),
+    ("summary.html", lambda: summary_html.write_html(nb, run_dir / "summary.html")),
 ):
     try:
         write()
