@@ -20,7 +20,7 @@ import kit
 from kit.common.capabilities import split_pin
 from kit.common.errors import KitError, UsageError
 from kit.common.record_schema import now, verdict_counts
-from kit.envs import kernelspecs, onnx_path
+from kit.envs import kernelspecs
 from kit.envs.manager import EnvManager
 from kit.execute import reaper
 from kit.execute.executors import Executor, executor_class, get_executor
@@ -110,7 +110,6 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             how.on_event(warning)
     run.lock()
     try:
-        _start_early(req, runner, how)
         _end_strays(how)
         runtimes = runtime_entries(req, EnvManager(how.home))
         steps = plan(req, run, store, unusable(runtimes), home=how.home)
@@ -136,14 +135,6 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         runner.close()
         run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
-
-
-def _start_early(req: RunRequest, runner: Executor, how: Execution) -> None:
-    """A reload-only run on one local lane (the nightly candidate check): its worker spawns and the loading
-    releases' kernels start (MXNet imported) now, while the store is read and the run planned."""
-    if how.remote or how.jobs != 1 or not req.reload_only:
-        return
-    runner.start([kernelspecs.kernel_name(onnx_path.target(name)) for name in req.load] + [kernelspecs.HOST_KERNEL])
 
 
 def _end_strays(how: Execution) -> None:
