@@ -135,15 +135,15 @@ def matrix_run(
     *,
     save: str,
     load: str,
-    models: str,
+    models: str | None = None,
     more=(),
     create=(),
     timeout: float = 900,
 ) -> dict:
-    """Build the environments ``create``, then ``mxcompat run --save SAVE --load LOAD --models MODELS MORE`` into
-    a fresh runs folder and store: {"proc", "dir", "records", "store", "runs"}."""
-    if create:
-        run_cli("env", "create", *create, home=kit_home, check=True)
+    """Build the environments ``create``, then ``mxcompat run --save SAVE --load LOAD [--models MODELS] MORE`` into
+    a fresh runs folder and store: {"proc", "dir", "records", "store", "runs", "created"} (``created``: what
+    ``env create`` printed)."""
+    created = run_cli("env", "create", *create, home=kit_home, check=True, timeout=1800).stdout if create else ""
     runs, store = tmp_path_factory.mktemp(f"{run_id}-runs"), tmp_path_factory.mktemp(f"{run_id}-store")
     proc = run_cli(
         "run",
@@ -153,8 +153,7 @@ def matrix_run(
         save,
         "--load",
         load,
-        "--models",
-        models,
+        *(["--models", models] if models else []),
         *more,
         "--run-id",
         run_id,
@@ -163,7 +162,14 @@ def matrix_run(
         home=kit_home,
         timeout=timeout,
     )
-    return {"proc": proc, "dir": runs / run_id, "records": read_records(runs / run_id), "store": store, "runs": runs}
+    return {
+        "proc": proc,
+        "dir": runs / run_id,
+        "records": read_records(runs / run_id),
+        "store": store,
+        "runs": runs,
+        "created": created,
+    }
 
 
 def reload_in_newest(kit_home: Path, store: Path, out_dir: Path) -> None:

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 import scales
-from conftest import read_records, run_cli
+from conftest import matrix_run, run_cli
 
 pytestmark = pytest.mark.envs
 
@@ -99,30 +99,18 @@ def outside(kit_home, runtime, model, reference, case="batch") -> dict:
 @pytest.fixture(scope="module")
 def exits_run(kit_home, tmp_path_factory):
     """`env create openvino torch` (with 1.9.1's exporter), then 1.9.1's graphs out through all three exits."""
-    created = run_cli("env", "create", "1.9.1", "onnx", "openvino", "torch", home=kit_home, timeout=1800, check=True)
-    root = tmp_path_factory.mktemp("exits")
-    proc = run_cli(
-        "run",
-        "--save",
-        "1.9.1",
-        "--models",
-        "lenet,resnet_bn,lstm,families",
-        "--apis",
-        "export,module_checkpoint",
-        "--load",
-        "onnx,openvino,torch",
-        "--store",
-        str(root / "store"),
-        "--runs-dir",
-        str(root / "runs"),
-        "--run-id",
+    run = matrix_run(
+        kit_home,
+        tmp_path_factory,
         "exits",
-        home=kit_home,
+        save="1.9.1",
+        load="onnx,openvino,torch",
+        models="lenet,resnet_bn,lstm,families",
+        more=("--apis", "export,module_checkpoint"),
+        create=("1.9.1", "onnx", "openvino", "torch"),
         timeout=1200,
     )
-    run_dir = root / "runs" / "exits"
-    records = {(r["model"], r["api"]): r for r in read_records(run_dir).values()}
-    return {"proc": proc, "created": created.stdout, "dir": run_dir, "records": records, "store": root / "store"}
+    return dict(run, records={(r["model"], r["api"]): r for r in run["records"].values()})
 
 
 def test_env_create_builds_each_runtime_beside_the_exporter(exits_run, kit_home):

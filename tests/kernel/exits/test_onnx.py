@@ -8,12 +8,13 @@ the saving release's reference inputs.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 
 import pytest
 import scales
-from conftest import read_records, run_cli
+from conftest import matrix_run, run_cli
 
 pytestmark = pytest.mark.envs
 
@@ -69,32 +70,22 @@ def ort_max_abs(kit_home, model, reference, input_name="data") -> dict:
 @pytest.fixture(scope="module")
 def onnx_run(kit_home, tmp_path_factory):
     """`env create 1.4.1 1.9.1 onnx`, then the matrix of the issue: both releases' graphs through ONNX."""
-    created = run_cli("env", "create", *SAVED, "onnx", home=kit_home, check=True)
-    root = tmp_path_factory.mktemp("onnx")
-    proc = run_cli(
-        "run",
-        "--save",
-        ",".join(SAVED),
-        "--apis",
-        "export,module_checkpoint",
-        "--load",
-        "onnx",
-        "--store",
-        str(root / "store"),
-        "--runs-dir",
-        str(root / "runs"),
-        "--run-id",
+    run = matrix_run(
+        kit_home,
+        tmp_path_factory,
         "leaving",
-        home=kit_home,
+        save=",".join(SAVED),
+        load="onnx",
+        more=("--apis", "export,module_checkpoint"),
+        create=(*SAVED, "onnx"),
         timeout=1200,
     )
-    run_dir = root / "runs" / "leaving"
-    records = {(r["saved_with"], r["model"]): r for r in read_records(run_dir).values()}
-    return {"proc": proc, "created": created.stdout, "dir": run_dir, "records": records, "store": root / "store"}
+    return dict(run, records={(r["saved_with"], r["model"]): r for r in run["records"].values()})
 
 
 def test_env_create_onnx_builds_the_exporter_and_the_runtime(onnx_run, kit_home):
-    assert "onnx-1.9.1: created" in onnx_run["created"] and "onnxruntime: created" in onnx_run["created"]
+    for name in ("onnx-1.9.1", "onnxruntime"):  # another file of this session's worker may have built it first
+        assert re.search(rf"{name}: (created|exists) in ", onnx_run["created"]), onnx_run["created"]
     exporter = json.loads((kit_home / "envs" / "onnx-1.9.1" / "mxcompat-env.json").read_text())
     runtime = json.loads((kit_home / "envs" / "onnxruntime" / "mxcompat-env.json").read_text())
     assert "onnx==1.14.1" in exporter["release"]["requirements"] and exporter["probe"]["mxnet"] == "1.9.1"
