@@ -164,6 +164,7 @@ def test_hand_written_legacy_files(built_envs, kit_home, tmp_path):
         (["--input", "data:2,6:complex", "--label-names", "softmax_label"], "is not one of"),
         (["--epoch", "9", "--input", "data:2,6"], "checkpoint files not found"),
         (["--input", "data:2,6", "--name", "mlp"], "is not usable"),
+        (["--input", "data:2,6", "--preflight"], "--preflight checks the exits: name them with --to"),
     ],
 )
 def test_input_problems_are_named_before_any_run(built_envs, kit_home, tmp_path, args, message):
