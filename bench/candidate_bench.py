@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,14 +31,10 @@ PY = sys.executable
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from peer_bench import CHECKER_CELLS, TEN  # noqa: E402
+from peer_bench import CHECKER_CELLS, TEN, _epoch  # noqa: E402
 
 from kit.envs.manager import EnvManager  # noqa: E402
 from kit.home import KitHome  # noqa: E402
-
-
-def _epoch(stamp: str) -> float:
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 
 
 def _cli(home: Path, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:

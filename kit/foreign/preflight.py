@@ -16,7 +16,7 @@ def run(home: KitHome, folder: Path, exits: list[str]) -> list[dict]:
     by_exporter: dict[str, list[str]] = {}
     for name in exits:
         api = onnx_path.exit_of(name)
-        exporter = onnx_path.target(name if name.startswith(onnx_path.PREFIX) else api)
+        exporter = onnx_path.target(name)
         by_exporter.setdefault(exporter, [])
         if api not in by_exporter[exporter]:
             by_exporter[exporter].append(api)

@@ -71,6 +71,8 @@ def investigate(
         runtime_client.configure(EXIT_RUNTIMES[api], (exit_runtimes or {}).get(api))
         onnx_export.configure(exports or tempfile.mkdtemp(prefix="mxcompat-investigate-"))
         artifact_api = (rec or {}).get("source_api") or ONNX_SOURCES[0]
+        if artifact_api not in ONNX_SOURCES:  # a record's word, about to name a folder of the store
+            raise KitError("the record %s names an unknown source API %r" % (record, artifact_api))
     folder = artifacts.artifact_dir(store, saved_with, model, artifact_api)
     try:
         manifest = artifacts.read_json(os.path.join(folder, artifacts.MANIFEST))

@@ -10,6 +10,7 @@ fails on the shapes an unflattened FullyConnected gives) and chains with the oth
 """
 
 import json
+import re
 
 from kit.common import verdicts
 from kit.common.capabilities import EXIT_APIS
@@ -47,8 +48,6 @@ class _WrongNumbers(Remedy):
         return bool(self.symptom) and self.symptom_found(error_text)
 
     def symptom_found(self, error_text):
-        import re
-
         return re.search(self.symptom, error_text or "") is not None
 
     def graph(self, work):
