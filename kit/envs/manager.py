@@ -24,7 +24,16 @@ from kit.common.artifacts import write_json_atomic
 from kit.common.errors import EnvBuildError, EnvNotFoundError, KitError, UsageError
 from kit.common.names import is_safe_name
 from kit.common.versions import RELEASE_VERSION_VARIABLE, is_runtime, same_release, sort_key
-from kit.envs import kernel_process, kernelspecs, onnx_path, releases, runtime_remedies, runtimes, syslibs
+from kit.envs import (
+    bytecode,
+    kernel_process,
+    kernelspecs,
+    onnx_path,
+    releases,
+    runtime_remedies,
+    runtimes,
+    syslibs,
+)
 from kit.envs.build_plan import BuildPlan
 from kit.envs.interpreters import Interpreter, InterpreterFinder
 from kit.envs.releases import Release
@@ -110,14 +119,6 @@ class BuildResult:
     seconds: float
     error: KitError | None = None
     notes: list[str] = field(default_factory=list)  # what an optional install step left out, and why
-
-
-#: run by an environment's interpreter on folders and files: writes their bytecode, skips what does not compile
-COMPILE_ALL = (
-    "import compileall, os, sys\n"
-    "for p in sys.argv[1:]:\n"
-    "    compileall.compile_dir(p, quiet=2, workers=0) if os.path.isdir(p) else compileall.compile_file(p, quiet=2)\n"
-)
 
 
 class EnvManager:
@@ -310,20 +311,7 @@ class EnvManager:
             .splitlines()[-1]
         )
         Path(purelib, PTH_NAME).write_text(str(REPO_ROOT) + "\n")
-        # bytecode now: a kernel imports IPython, mxnet and the kit at every start, and compiles them from source
-        # each time where no .pyc gets written (PYTHONDONTWRITEBYTECODE); uv's --compile-bytecode needs Python 3.7+.
-        # A file another Python's syntax (a py2-only module in a package) is skipped.
-        run_logged(
-            [
-                python,
-                "-c",
-                COMPILE_ALL,
-                purelib,
-                *(str(REPO_ROOT / "kit" / p) for p in ("__init__.py", "common", "kernel")),
-            ],
-            log,
-            what=f"compiling {plan.name}'s packages to bytecode",
-        )
+        bytecode.compile_for_kernels(python, purelib, log, plan.name)
         steps = [step.to_dict() for step in plan.install_steps()]
         marker = {
             "release": plan.release.to_dict(),
