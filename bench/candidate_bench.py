@@ -10,7 +10,7 @@ candidate's interpreter (every stored release at or below it), then ``mxcompat r
 ratio, and where the kit's wall went: before its first step (the command's start, store, plan, kernel start),
 each step, after its last (reports).
 
-    .venv/bin/python bench/candidate_bench.py [--releases R,...] [--candidate 1.9.1] [--rounds 3]
+    .venv/bin/python bench/candidate_bench.py [--releases R,...] [--candidate 1.9.1] [--rounds 3] [--warm]
 """
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ def kit_check(home: Path, candidate: str, store: Path, runs: Path, tag: str) -> 
         (s for s in manifest["steps"].values() if s.get("started_at")), key=lambda s: _epoch(s["started_at"])
     )
     first, last = _epoch(steps[0]["started_at"]), max(_epoch(s["started_at"]) + s["seconds"] for s in steps)
+    notebooks = [runs / tag / "reload" / f"mxnet-{candidate}.ipynb", runs / tag / "summary.ipynb"]
     return {
         "wall": round(wall, 3),
+        "warm_kernels": sum(_warm(p) for p in notebooks if p.is_file()),
         "exit_code": proc.returncode,
         "records": len(list((runs / tag / "records").glob("[!.]*.json"))),
         "before_first_step": round(first - t0, 3),
@@ -76,6 +78,18 @@ def kit_check(home: Path, candidate: str, store: Path, runs: Path, tag: str) -> 
     }
 
 
+def _warm(notebook: Path) -> bool:
+    """The executed copy says its kernel came from ``mxcompat warm``'s keeper."""
+    return "mxcompat warm" in json.loads(notebook.read_text())["metadata"].get("mxcompat", {}).get("kernel", "")
+
+
+def _warm_figures(warms: list[dict], peer_wall: float) -> dict:
+    wall = statistics.median(w["wall"] for w in warms)
+    median = sorted(warms, key=lambda w: w["wall"])[len(warms) // 2]
+    return {"kit_warm": {"median_wall": wall, "median_round": median, "rounds": warms},
+            "kit_warm_over_peer": round(wall / peer_wall, 2)}  # fmt: skip
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", default=TEN, help="the releases whose baselines are stored (comma-separated)")
@@ -83,6 +97,12 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--home", default=str(REPO / ".kit"), help="the kit home with the environments")
     parser.add_argument("--work", help="keep the baselines here and reuse them when they are there (default: fresh)")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="also time the kit with `mxcompat warm` keeping the candidate's and the summary's kernels started (the "
+        "keeper is started before that round and stopped after it, untimed, as a nightly host would keep one)",
+    )
     args = parser.parse_args(argv)
     names = args.releases.split(",")
     home = Path(args.home)
@@ -108,11 +128,18 @@ def main(argv=None) -> int:
                 sys.exit(f"the baselines' run failed:\n{saved.stdout[-2000:]}\n{saved.stderr[-2000:]}")
             (work / "baselines.done").write_text(",".join(names))
         candidate = str(manager.get(args.candidate).python)
-        peers, kits = [], []
+        peers, kits, warms = [], [], []
         for i in range(args.rounds):  # in turns: the machine's noise falls on both alike
             peers.append(peer_check(candidate, out))
             kits.append(kit_check(home, args.candidate, store, runs, f"candidate-{i}"))
-            print(f"round {i + 1}: peer {peers[-1]['wall']} s, kit {kits[-1]['wall']} s", flush=True)
+            if args.warm:
+                _cli(home, "warm", "start", args.candidate, "--idle", "10m", timeout=600).check_returncode()
+                try:
+                    warms.append(kit_check(home, args.candidate, store, runs, f"warm-{i}"))
+                finally:
+                    _cli(home, "warm", "stop", timeout=60)
+            warm = f", kit with warm kernels {warms[-1]['wall']} s" if warms else ""
+            print(f"round {i + 1}: peer {peers[-1]['wall']} s, kit {kits[-1]['wall']} s{warm}", flush=True)
         peer_wall = statistics.median(p["wall"] for p in peers)
         kit_wall = statistics.median(k["wall"] for k in kits)
         median_kit = sorted(kits, key=lambda k: k["wall"])[len(kits) // 2]
@@ -129,6 +156,7 @@ def main(argv=None) -> int:
             "peer": {"median_wall": peer_wall, "rounds": peers},
             "kit": {"median_wall": kit_wall, "median_round": median_kit, "rounds": kits},
             "kit_over_peer": round(kit_wall / peer_wall, 2),
+            **(_warm_figures(warms, peer_wall) if warms else {}),
             "targets": {"kit_over_peer": 1.0, "outside_steps_seconds": 1.0},
         }
     finally:

@@ -7,7 +7,7 @@ A conv-BN-relu-pool-FC-SoftmaxOutput Module checkpoint is saved by --saved-with;
 times: the two bare interpreters one after the other, ``mxcompat check-model PREFIX --saved-with A --load B``,
 and ``mxcompat investigate`` of its B cell. Medians and ratios.
 
-    .venv/bin/python bench/interactive_bench.py [--saved-with 1.4.1] [--load 1.9.1] [--rounds 3]
+    .venv/bin/python bench/interactive_bench.py [--saved-with 1.4.1] [--load 1.9.1] [--rounds 3] [--warm]
 """
 
 from __future__ import annotations
@@ -74,6 +74,12 @@ def main(argv=None) -> int:
     parser.add_argument("--load", default="1.9.1")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--home", default=str(REPO / ".kit"))
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="also time check-model with `mxcompat warm` keeping the loading release's and the summary's kernels "
+        "started (the keeper started before that command and stopped after it, untimed)",
+    )
     args = parser.parse_args(argv)
     home = Path(args.home)
     manager = EnvManager(KitHome(home))
@@ -95,6 +101,18 @@ def main(argv=None) -> int:
                                  str(runs)], env)  # fmt: skip
             rounds.append({"bare": bare, "bare_total": round(sum(bare), 3), "check_model": check,
                            "investigate": investigate})  # fmt: skip
+            if args.warm:
+                subprocess.run([PY, "-m", "kit", "warm", "start", args.load], env=env, check=True, capture_output=True)
+                try:
+                    rounds[-1]["check_model_warm"] = timed(
+                        [PY, "-m", "kit", "check-model", str(prefix), "--epoch", "1", "--input", "data:2,3,16,16",
+                         "--label-names", "softmax_label", "--saved-with", args.saved_with, "--load", args.load,
+                         "--store", str(work / f"store-warm-{i}"), "--runs-dir", str(runs), "--run-id",
+                         f"warm-{i}"], env)  # fmt: skip
+                    notebook = runs / f"warm-{i}" / "reload" / f"mxnet-{args.load}.ipynb"
+                    rounds[-1]["warm_kernel_taken"] = "mxcompat warm" in notebook.read_text()
+                finally:
+                    subprocess.run([PY, "-m", "kit", "warm", "stop"], env=env, capture_output=True)
             print(f"round {i + 1}: {json.dumps(rounds[-1])}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -114,6 +132,14 @@ def main(argv=None) -> int:
         "cpus": os.cpu_count(),
         "median": {k: median(k) for k in ("bare_total", "check_model", "investigate")},
         "check_model_over_bare": round(median("check_model") / median("bare_total"), 2),
+        **(
+            {
+                "check_model_warm": median("check_model_warm"),
+                "check_model_warm_over_bare": round(median("check_model_warm") / median("bare_total"), 2),
+            }
+            if args.warm
+            else {}
+        ),
         "investigate_over_bare": round(median("investigate") / median("bare_total"), 2),
         "targets": {"check_model_over_bare": 2.0},
     }

@@ -8,6 +8,7 @@
     results.py   report, compare
     store.py     store ls, verify, push, pull, import-mbcc
     lab.py       lab
+    warm.py      warm start, status, stop
     tables.py    plain-text tables
 
 This module builds the group and adds the commands; the command modules never import it back.
@@ -26,6 +27,7 @@ from kit.cli.lab import lab_cmd
 from kit.cli.results import compare_cmd, report_cmd
 from kit.cli.run import run_cmd
 from kit.cli.store import store_group
+from kit.cli.warm import warm_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,5 +52,6 @@ for command in (
     compare_cmd,
     store_group,
     lab_cmd,
+    warm_group,
 ):
     main.add_command(command)

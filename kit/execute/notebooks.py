@@ -50,6 +50,12 @@ def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None =
         return
     from jupyter_core.utils import run_sync
 
+    from kit.execute import warm_kernels
+
+    km = warm_kernels.take(home or KitHome(), kernel_name, memory)  # one `mxcompat warm` keeps started
+    if km is not None:
+        _PRESTARTED[kernel_name] = km
+        return
     km = kernelspecs.kernel_manager(home or KitHome(), kernel_name, memory)
     try:
         run_sync(km.start_kernel)(extra_arguments=prestart_arguments(kernel_name))
@@ -141,7 +147,7 @@ def run_notebook(
         finally:
             if not (keep_kernel and not cwd and _keep(kernel_name, km)):
                 _shutdown(km)  # nbclient leaves a kernel manager it was given running
-            _record_kernel(output, home, kernel_name, renumber=reused)
+            _record_kernel(output, home, kernel_name, renumber=reused, warm=bool(getattr(km, "mxcompat_warm", None)))
             if atomic and output.exists():
                 os.replace(output, final)
             km.mxcompat_output = None
@@ -203,15 +209,17 @@ def _total_memory() -> int:
     return psutil.virtual_memory().total
 
 
-def _record_kernel(output: Path, home: KitHome, kernel_name: str, renumber: bool = False) -> None:
+def _record_kernel(output: Path, home: KitHome, kernel_name: str, renumber: bool = False, warm: bool = False) -> None:
     """The executed copy names its kernel; ``renumber``: its execution counts from 1 (a kept kernel counts on
-    from its previous notebook)."""
+    from its previous notebook); ``warm``: it says its kernel was started ahead by ``mxcompat warm``'s keeper."""
     import nbformat
 
     if not output.exists():
         return
     spec = kernelspecs.read_kernelspec(home, kernel_name) or {}
     nb = nbformat.read(output, as_version=4)
+    if warm:
+        nb.metadata["mxcompat"] = {"kernel": "started ahead by `mxcompat warm`, its imports done, and taken"}
     if renumber:
         nb.metadata["mxcompat"] = {"kernel": "kept from the previous step on it in this worker"}
         count = 0
