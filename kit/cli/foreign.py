@@ -150,42 +150,57 @@ def check_model_cmd(
         raise UsageError(
             "check-model keeps its reference in a local store; push it afterwards with mxcompat store push"
         )
-    manifest = check_model.prepare(
-        prefix,
-        epoch,
-        name=name,
-        reference=saved_with,
-        inputs=parsed,
-        label_names=csv_list(label_names),
-        store=open_store(store, home=home).root,
-        home=home,
-        data=data,
-        image=image,
-        preprocess=check_model.parse_preprocess(preprocess),
-        seed=seed,
-    )
-    recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
-    click.echo(
-        f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {saved_with} "
-        f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
-        f"param_version {manifest['param_version']})"
-    )
-    if exits:  # before anything is exported: what will block, what would give wrong numbers, which remedy
-        from kit.foreign import preflight
 
-        staged = artifacts.artifact_dir(
-            str(open_store(store, home=home).root), saved_with, manifest["model"], FOREIGN_API
+    def reference_first() -> None:
+        """Stage the checkpoint and compute its reference (while the run takes or starts its kernels); the
+        pre-flight."""
+        manifest = check_model.prepare(
+            prefix,
+            epoch,
+            name=name,
+            reference=saved_with,
+            inputs=parsed,
+            label_names=csv_list(label_names),
+            store=open_store(store, home=home).root,
+            home=home,
+            data=data,
+            image=image,
+            preprocess=check_model.parse_preprocess(preprocess),
+            seed=seed,
         )
-        for found in preflight.run(home, Path(staged), exits):
-            for line in preflight.lines(found):
-                click.echo(line)
+        recorded = manifest.get("symbol_mxnet_version") or "unrecorded (a legacy symbol file)"
+        click.echo(
+            f"{manifest['model']}: symbol saved by MXNet {recorded}; reference computed in {saved_with} "
+            f"({len(manifest['reference']['cases']['batch']['outputs'])} output(s), "
+            f"param_version {manifest['param_version']})"
+        )
+        if exits:  # before anything is exported: what will block, what would give wrong numbers, which remedy
+            from kit.foreign import preflight
+
+            staged = artifacts.artifact_dir(
+                str(open_store(store, home=home).root), saved_with, manifest["model"], FOREIGN_API
+            )
+            for found in preflight.run(home, Path(staged), exits):
+                for line in preflight.lines(found):
+                    click.echo(line)
+
+    check_model.checkpoint_files(prefix, epoch)  # usage errors before the run starts anything
+    req.models = [check_model.model_name(prefix, name)]
+    check_model.check_inputs(parsed, data, image)
     if preflight_only:
+        reference_first()
         return
-    req.models = [manifest["model"]]
     outcome = matrix.run_matrix(
-        req, run_id=run_id, jobs=jobs, runs_dir=runs_dir, on_event=click.echo, home=home, progress_line=None
+        req,
+        run_id=run_id,
+        jobs=jobs,
+        runs_dir=runs_dir,
+        on_event=click.echo,
+        home=home,
+        progress_line=None,
+        meanwhile=reference_first,
     )
     for exit_api in dict.fromkeys(onnx_path.exit_of(e) for e in exits):
-        for line in check_model.keep_exit(outcome.run_dir, manifest["model"], prefix, exit_api):
+        for line in check_model.keep_exit(outcome.run_dir, req.models[0], prefix, exit_api):
             click.echo(line)
     report_outcome(outcome)

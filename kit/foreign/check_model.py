@@ -65,6 +65,27 @@ def checkpoint_files(prefix: str, epoch: int) -> tuple[Path, Path]:
     return sym, params
 
 
+def model_name(prefix: str, name: str | None) -> str:
+    """The name the checkpoint is checked under: ``--name``, else the prefix's last part (a usage error if the
+    store could not hold it or a zoo model has it)."""
+    name = name or Path(prefix).name
+    if not SAFE_NAME.match(name) or name in MODEL_NAMES:
+        raise UsageError(
+            f"model name {name!r} is not usable",
+            hint="pass --name with letters, digits, '.', '_', '+', '=', '-' that is not a zoo model's name",
+        )
+    return name
+
+
+def check_inputs(inputs: list[dict], data: str | None, image: str | None) -> None:
+    """Inputs are declared, and the files named for them exist (usage errors, before any work)."""
+    if not inputs and not image:
+        raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")
+    for path in (data, image):
+        if path and not Path(path).is_file():
+            raise UsageError(f"file not found: {path}")
+
+
 def prepare(
     prefix: str,
     epoch: int,
@@ -83,17 +104,8 @@ def prepare(
     """Stage the checkpoint as an artifact of ``reference`` in ``store`` and compute its reference outputs
     in that release's environment. Problems with the inputs are usage errors, raised before any run."""
     sym_file, params_file = checkpoint_files(prefix, epoch)
-    name = name or Path(prefix).name
-    if not SAFE_NAME.match(name) or name in MODEL_NAMES:
-        raise UsageError(
-            f"model name {name!r} is not usable",
-            hint="pass --name with letters, digits, '.', '_', '+', '=', '-' that is not a zoo model's name",
-        )
-    if not inputs and not image:
-        raise UsageError("declare the model's inputs with --input NAME:SHAPE[:DTYPE] (or give --image)")
-    for path in (data, image):
-        if path and not Path(path).is_file():
-            raise UsageError(f"file not found: {path}")
+    name = model_name(prefix, name)
+    check_inputs(inputs, data, image)
     env = EnvManager(home).ready_env(reference)
     final = Path(artifacts.artifact_dir(store, reference, name, API))
     staged = Path(artifacts.staging_dir(str(final)))

@@ -10,6 +10,7 @@ redoes only the steps that did not finish.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -83,8 +84,15 @@ class Execution:
         )
 
 
-def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunOutcome:
-    """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster)."""
+def run_matrix(
+    req: RunRequest, *, run_id: str | None = None, meanwhile: Callable[[], None] | None = None, **options
+) -> RunOutcome:
+    """Run the matrix of ``req``; ``options`` are :class:`Execution`'s (``executor="dask"``: on a cluster).
+
+    ``meanwhile``: work the steps need done first (check-model's reference in the saving release), done while
+    the executor starts its workers and takes or starts the kernels of the steps after training; if it fails,
+    no run is left.
+    """
     how = Execution(**options)
     req = req.normalized()
     validate(req, EnvManager(how.home), local_envs=False)  # this machine's environments: once holdings are known
@@ -108,11 +116,16 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
         warning = store_space_warning(store) if not req.reload_only else None
         if warning:
             how.on_event(warning)
+    made = not run.dir.exists()
     run.lock()
+    begun = False  # a run.json is written: the run is the user's, whatever happens next
     try:
         _end_strays(how)
         runtimes = runtime_entries(req, EnvManager(how.home))
         steps = plan(req, run, store, unusable(runtimes), home=how.home)
+        if meanwhile is not None:
+            runner.start([s.kernel for s in steps if s.kind != "train" and not (how.remote and s.runs_on_host)])
+            meanwhile()
         skipped = unchecked(req, runtimes)
         for entry in skipped:
             how.on_event(f"not checked: {skipped_line(entry)}")
@@ -129,12 +142,15 @@ def run_matrix(req: RunRequest, *, run_id: str | None = None, **options) -> RunO
             "runtimes": runtimes,
         }
         run.write_manifest(manifest)
+        begun = True
         run.mark_latest()
         return _execute(run, manifest, req, runner, how)
     finally:
         runner.close()
         run.sweep_partial_writes()  # a kernel killed mid-write (Ctrl-C) leaves its temporary file
         run.unlock()
+        if made and not begun:  # a folder this call made, holding only its lock and the kernels' log
+            shutil.rmtree(run.dir, ignore_errors=True)
 
 
 def _end_strays(how: Execution) -> None:

@@ -178,6 +178,19 @@ def test_input_problems_are_named_before_any_run(built_envs, kit_home, tmp_path,
     assert not (tmp_path / "runs" / "bad").exists()
 
 
+def test_a_failed_reference_leaves_a_folder_the_user_made_as_it_was(built_envs, kit_home, tmp_path):
+    """The reference is computed while the run starts its kernels, in a run folder: one check-model made goes
+    when the reference fails (above), one the user made stays, with what it held."""
+    legacy_checkpoint(tmp_path / "old")
+    mine = tmp_path / "runs" / "mine"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("kept")
+    bad = ["--epoch", "3", "--input", "data:2,5", "--label-names", "softmax_label"]
+    proc = check(kit_home, tmp_path, tmp_path / "old", *bad, run_id="mine")
+    assert proc.returncode == 2 and "the graph expects data (?, 6)" in proc.stderr, proc.stdout + proc.stderr
+    assert (mine / "notes.txt").read_text() == "kept" and not (mine / "run.json").exists()
+
+
 def test_params_of_another_model_are_refused(trained_store, kit_home, tmp_path):
     legacy_checkpoint(tmp_path / "old")
     shutil.copy(
