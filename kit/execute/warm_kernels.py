@@ -5,7 +5,9 @@ A kernel is taken once: its ready file is renamed to the taker's name (the claim
 starts the next one, and the taker's notebook ends it like any kernel it started. The keeper kills a taken
 kernel whose taker died, and ends its kernels and itself after ``idle`` seconds without a claim, on
 ``mxcompat warm stop``, or on SIGTERM. A kernel is taken only by a process whose kernels would get the same
-environment (:func:`fingerprint`): one started under other settings would not be the kernel asked for.
+environment (:func:`fingerprint`): one started under other settings would not be the kernel asked for; and
+only under the same :func:`stamp`: a kernel started before its environment was built again or the kit's sources
+changed imported what is gone, so the keeper ends it and starts another.
 
     python -m kit.execute.warm_kernels KIT_HOME IDLE_SECONDS KERNEL [KERNEL ...]   (what ``warm start`` runs)
 """
@@ -43,6 +45,25 @@ def fingerprint(environ: dict | None = None) -> str:
     return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
 
 
+def stamp(home: KitHome, kernel_name: str) -> str:
+    """What a kernel started now would be started from: its kernelspec, its environment's marker (rewritten when
+    the environment is built again) and the newest of the kit's sources. A kernel started under another stamp is
+    stale: it imported what is no longer there."""
+    from kit.home import REPO_ROOT
+
+    spec = home.kernels / kernel_name / "kernel.json"
+    parts = [spec.read_bytes() if spec.is_file() else b""]
+    try:
+        python = Path(json.loads(parts[0])["argv"][0])
+        marker = python.parent.parent / "mxcompat-env.json"
+        parts.append(marker.read_bytes() if marker.is_file() else b"")
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    newest = max((p.stat().st_mtime_ns for p in (REPO_ROOT / "kit").rglob("*.py")), default=0)
+    parts.append(str(newest).encode())
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
 def _alive(pid: int) -> bool:
     import psutil
 
@@ -68,6 +89,8 @@ def take(home: KitHome, kernel_name: str, memory: int | None = None):
         except (OSError, ValueError):
             continue
         if record.get("kernel") != kernel_name or record.get("fingerprint") != mine or not _alive(record["pid"]):
+            continue
+        if record.get("stamp") != stamp(home, kernel_name):  # the environment or the kit changed since it started
             continue
         taken = ready.with_name(ready.name[: -len(READY)] + f".taken-{os.getpid()}.json")
         try:
@@ -157,6 +180,8 @@ class Keeper:
         self.count = 0
         self.last_claim = time.monotonic()
         self.stopping = False
+        self.stamps = {name: stamp(home, name) for name in self.kernels}
+        self.stamped = time.monotonic()
 
     def run(self) -> None:
         from jupyter_core.utils import run_sync
@@ -171,7 +196,11 @@ class Keeper:
         )
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         try:
+            for name in self.kernels:
+                self._start(name)
+            self.last_claim = time.monotonic()  # idle from when they are ready
             while not self.stopping and time.monotonic() - self.last_claim < self.idle:
+                self._end_stale(run_sync)
                 for name in self.kernels:
                     if not any(held == name and self._ready(stem) for stem, (held, _) in self.held.items()):
                         self._start(name)
@@ -182,6 +211,21 @@ class Keeper:
                 if self._ready(stem):
                     self._end(run_sync, stem, km)
             (self.where / KEEPER_FILE).unlink(missing_ok=True)
+
+    def _end_stale(self, run_sync) -> None:
+        """End the ready kernels started before their environment or the kit changed (at most once a second)."""
+        if time.monotonic() - self.stamped < 1.0:
+            return
+        self.stamped = time.monotonic()
+        self.stamps = {name: stamp(self.home, name) for name in self.kernels}
+        for path in self.where.glob(f"*{READY}"):
+            stem = path.name[: -len(READY)]
+            try:
+                stale = json.loads(path.read_text()).get("stamp") != self.stamps.get(self.held[stem][0])
+            except (OSError, ValueError, KeyError):
+                continue
+            if stale:
+                self._end(run_sync, stem, self.held[stem][1])
 
     def _ready(self, stem: str) -> bool:
         return (self.where / (stem + READY)).exists()
@@ -204,7 +248,13 @@ class Keeper:
             client.stop_channels()
         info = km.get_connection_info()
         info["key"] = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
-        record = {"kernel": name, "pid": km.provisioner.pid, "connection": info, "fingerprint": fingerprint()}
+        record = {
+            "kernel": name,
+            "pid": km.provisioner.pid,
+            "connection": info,
+            "fingerprint": fingerprint(),
+            "stamp": self.stamps[name],
+        }
         self.held[stem] = (name, km)
         write_json_atomic(str(self.where / (stem + READY)), record)
 
