@@ -33,7 +33,10 @@ KERNEL_START = """
 import sys, time
 from jupyter_core.utils import run_sync
 from kit.envs import kernelspecs
-from kit.execute.notebooks import prestart_arguments
+try:
+    from kit.envs.kernelspecs import prestart_arguments
+except ImportError:  # a checkout from before it moved there
+    from kit.execute.notebooks import prestart_arguments
 from kit.home import KitHome
 home, name = KitHome(sys.argv[1]), sys.argv[2]
 started = time.monotonic()

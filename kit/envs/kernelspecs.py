@@ -126,6 +126,25 @@ def _kernel_manager_class():
 HOST_KERNEL = "mxcompat-host"
 
 
+KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
+#: what a kernel prestarted for its step imports while the previous step runs: its notebook's first imports.
+#: An import that fails here only prints; the notebook's own import then fails with the cause.
+PRESTART_IMPORTS = {
+    # the notebooks' plots and tables too; pandas only where it installed
+    "release": "import mxnet, kit.kernel.entry.train_run, kit.kernel.entry.reload_run, kit.kernel.entry.plots; "
+    "import matplotlib.figure, matplotlib.backends.backend_agg\n"
+    "try:\n    import pandas\nexcept ImportError:\n    pass",
+    HOST_KERNEL: "import kit.results.summary",
+}
+
+
+def prestart_arguments(kernel_name: str) -> list[str]:
+    """The kernel's command-line arguments when it is prestarted."""
+    kind = kernel_name if kernel_name == HOST_KERNEL else "release"
+    # -c (InteractiveShellApp.code_to_run) is one string in every IPython; a list trait's syntax is not
+    return KERNEL_ARGS + ["-c", PRESTART_IMPORTS[kind]]
+
+
 def ensure_host_kernel(home: KitHome) -> str:
     """Register the kit's own Python (pandas, matplotlib) as kernel ``mxcompat-host``, for the summary."""
     import sys

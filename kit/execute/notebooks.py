@@ -21,23 +21,6 @@ MAX_KEPT = 12
 #: and the most memory they may hold together, as a share of the machine's (a kernel that trained vision models
 #: keeps MXNet's memory pool: it is shut down instead)
 KEPT_MEMORY_SHARE = 0.25
-KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:"]  # what nbclient passes: no history database to lock
-#: what a kernel prestarted for its step imports while the previous step runs: its notebook's first imports.
-#: An import that fails here only prints; the notebook's own import then fails with the cause.
-PRESTART_IMPORTS = {
-    # the notebooks' plots and tables too; pandas only where it installed
-    "release": "import mxnet, kit.kernel.entry.train_run, kit.kernel.entry.reload_run, kit.kernel.entry.plots; "
-    "import matplotlib.figure, matplotlib.backends.backend_agg\n"
-    "try:\n    import pandas\nexcept ImportError:\n    pass",
-    kernelspecs.HOST_KERNEL: "import kit.results.summary",
-}
-
-
-def prestart_arguments(kernel_name: str) -> list[str]:
-    """The kernel's command-line arguments when it is prestarted."""
-    kind = kernel_name if kernel_name == kernelspecs.HOST_KERNEL else "release"
-    # -c (InteractiveShellApp.code_to_run) is one string in every IPython; a list trait's syntax is not
-    return KERNEL_ARGS + ["-c", PRESTART_IMPORTS[kind]]
 
 
 def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None = None) -> None:
@@ -58,7 +41,7 @@ def prestart(kernel_name: str, home: KitHome | None = None, memory: int | None =
         return
     km = kernelspecs.kernel_manager(home or KitHome(), kernel_name, memory)
     try:
-        run_sync(km.start_kernel)(extra_arguments=prestart_arguments(kernel_name))
+        run_sync(km.start_kernel)(extra_arguments=kernelspecs.prestart_arguments(kernel_name))
     except Exception:  # noqa: BLE001 - a failed prestart only means the step starts its own kernel
         return
     _PRESTARTED[kernel_name] = km

@@ -234,12 +234,11 @@ class Keeper:
         from jupyter_core.utils import run_sync
 
         from kit.envs import kernelspecs
-        from kit.execute.notebooks import prestart_arguments
 
         self.count += 1
         stem = f"{name}.{self.count}"
         km = kernelspecs.kernel_manager(self.home, name)
-        run_sync(km.start_kernel)(extra_arguments=prestart_arguments(name))
+        run_sync(km.start_kernel)(extra_arguments=kernelspecs.prestart_arguments(name))
         client = km.client()
         client.start_channels()
         try:
