@@ -21,34 +21,41 @@ from xml.etree import ElementTree as ET
 REPO = Path(__file__).resolve().parent.parent
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("junit", help="the JUnit XML of a full test run")
-    parser.add_argument("--wall", type=float, help="the run's wall in seconds, as its log says")
-    args = parser.parse_args(argv)
+def per_file(junit: str | Path) -> dict:
+    """A JUnit file's test seconds and tests in all, and per test file, slowest first."""
     files: dict = defaultdict(lambda: {"tests": 0, "seconds": 0.0})
-    for case in ET.parse(args.junit).getroot().iter("testcase"):
+    for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("classname", "").split(".")
         path = "/".join(name[: next((i for i, p in enumerate(name) if p.startswith("test_")), len(name) - 1) + 1])
         files[path + ".py"]["tests"] += 1
         files[path + ".py"]["seconds"] += float(case.get("time") or 0)
     ordered = sorted(files.items(), key=lambda kv: -kv[1]["seconds"])
-    total = sum(v["seconds"] for v in files.values())
+    return {
+        "test_seconds": round(sum(v["seconds"] for v in files.values()), 1),
+        "tests": sum(v["tests"] for v in files.values()),
+        "files": {k: {"tests": v["tests"], "seconds": round(v["seconds"], 1)} for k, v in ordered},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("junit", help="the JUnit XML of a full test run")
+    parser.add_argument("--wall", type=float, help="the run's wall in seconds, as its log says")
+    args = parser.parse_args(argv)
+    sums = per_file(args.junit)
     result = {
         "what": "make test: seconds per test file (setup, call and teardown), slowest first",
         "commit": subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
         ).stdout.strip(),  # fmt: skip
         "wall_seconds": args.wall,
-        "test_seconds": round(total, 1),
-        "tests": sum(v["tests"] for v in files.values()),
-        "files": {k: {"tests": v["tests"], "seconds": round(v["seconds"], 1)} for k, v in ordered},
+        **sums,
     }
     target = REPO / "bench" / "results" / f"test-durations-{time.strftime('%Y%m%d-%H%M%S')}.json"
     target.write_text(json.dumps(result, indent=1) + "\n")
-    for path, v in ordered[:15]:
+    for path, v in list(sums["files"].items())[:15]:
         print(f"{v['seconds']:8.1f} s  {v['tests']:3d} tests  {path}")
-    print(f"{round(total, 1)} test seconds in {len(files)} files -> {target}")
+    print(f"{sums['test_seconds']} test seconds in {len(sums['files'])} files -> {target}")
     return 0
 
 

@@ -196,8 +196,7 @@ class Keeper:
         )
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         try:
-            for name in self.kernels:
-                self._start(name)
+            self._start(*self.kernels)
             self.last_claim = time.monotonic()  # idle from when they are ready
             while not self.stopping and time.monotonic() - self.last_claim < self.idle:
                 self._end_stale(run_sync)
@@ -230,32 +229,37 @@ class Keeper:
     def _ready(self, stem: str) -> bool:
         return (self.where / (stem + READY)).exists()
 
-    def _start(self, name: str) -> None:
+    def _start(self, *names: str) -> None:
+        """Start a kernel for each of ``names`` (side by side), and write each one's ready file once it answers."""
         from jupyter_core.utils import run_sync
 
         from kit.envs import kernelspecs
 
-        self.count += 1
-        stem = f"{name}.{self.count}"
-        km = kernelspecs.kernel_manager(self.home, name)
-        run_sync(km.start_kernel)(extra_arguments=kernelspecs.prestart_arguments(name))
-        client = km.client()
-        client.start_channels()
-        try:
-            run_sync(client.wait_for_ready)(timeout=180)  # its imports are done: the -c code runs before it answers
-        finally:
-            client.stop_channels()
-        info = km.get_connection_info()
-        info["key"] = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
-        record = {
-            "kernel": name,
-            "pid": km.provisioner.pid,
-            "connection": info,
-            "fingerprint": fingerprint(),
-            "stamp": self.stamps[name],
-        }
-        self.held[stem] = (name, km)
-        write_json_atomic(str(self.where / (stem + READY)), record)
+        started = []
+        for name in names:
+            km = kernelspecs.kernel_manager(self.home, name)
+            run_sync(km.start_kernel)(extra_arguments=kernelspecs.prestart_arguments(name))
+            started.append((name, km))
+        for name, km in started:
+            client = km.client()
+            client.start_channels()
+            try:
+                run_sync(client.wait_for_ready)(timeout=180)  # its imports are done: -c runs before it answers
+            finally:
+                client.stop_channels()
+            info = km.get_connection_info()
+            info["key"] = info["key"].decode() if isinstance(info["key"], bytes) else info["key"]
+            record = {
+                "kernel": name,
+                "pid": km.provisioner.pid,
+                "connection": info,
+                "fingerprint": fingerprint(),
+                "stamp": self.stamps[name],
+            }
+            self.count += 1
+            stem = f"{name}.{self.count}"
+            self.held[stem] = (name, km)
+            write_json_atomic(str(self.where / (stem + READY)), record)
 
     def _reap(self, run_sync) -> None:
         """Taken kernels: forget those that ended, kill those whose taker died."""
