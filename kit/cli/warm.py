@@ -113,15 +113,20 @@ def warm_status():
 @warm_group.command("stop", short_help="End the keeper and its kernels.")
 @handle_errors
 def warm_stop():
-    """End the keeper and the kernels it holds ready (a kernel a step has taken runs to its end)."""
+    """End the keeper and the kernels it holds ready. A kernel a step has taken runs to its notebook's end, and
+    the keeper ends after it."""
     home = KitHome()
     keeper = warm_kernels.read_keeper(home)
     if keeper is None:
         click.echo("no keeper runs")
         return
     os.kill(int(keeper["pid"]), signal.SIGTERM)
-    for _ in range(200):
+    for _ in range(100):
         if warm_kernels.read_keeper(home) is None:
-            break
+            click.echo(f"stopped the keeper (pid {keeper['pid']}) and its ready kernels")
+            return
         time.sleep(0.05)
-    click.echo(f"stopped the keeper (pid {keeper['pid']})")
+    click.echo(
+        f"stopped the keeper's ready kernels; the keeper (pid {keeper['pid']}) ends when the kernels steps took "
+        "end with their notebooks"
+    )

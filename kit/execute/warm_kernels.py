@@ -209,6 +209,11 @@ class Keeper:
             for stem, (_, km) in list(self.held.items()):
                 if self._ready(stem):
                     self._end(run_sync, stem, km)
+            # a kernel a step took runs to its notebook's end (it would shut itself down when its parent, this
+            # keeper, exits), unless its taker dies first
+            while self.held:
+                self._reap(run_sync)
+                time.sleep(POLL)
             (self.where / KEEPER_FILE).unlink(missing_ok=True)
 
     def _end_stale(self, run_sync) -> None:
@@ -262,16 +267,19 @@ class Keeper:
             write_json_atomic(str(self.where / (stem + READY)), record)
 
     def _reap(self, run_sync) -> None:
-        """Taken kernels: forget those that ended, kill those whose taker died."""
+        """Ready kernels that died are forgotten (the next is started); taken ones too when they ended, and killed
+        when their taker died."""
         for stem, (_, km) in list(self.held.items()):
+            alive = run_sync(km.is_alive)()
             if self._ready(stem):
+                if not alive:
+                    self._end(run_sync, stem, km)
                 continue
             taken = list(self.where.glob(f"{stem}.taken-*.json"))
             if taken:
                 self.last_claim = time.monotonic()
-            alive = run_sync(km.is_alive)()
             taker = int(taken[0].name.rsplit("taken-", 1)[1][: -len(".json")]) if taken else None
-            if alive and (taker is None or _alive(taker)):
+            if alive and taker is not None and _alive(taker):
                 continue
             self._end(run_sync, stem, km)
             for path in taken:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -110,6 +111,42 @@ def test_a_kernel_whose_taker_died_is_ended_by_the_keeper(keeper, kit_home):
     assert _wait(lambda: len(_ready_pids(home, f"mxnet-{NEWEST}")) == 1)
 
 
+def test_a_ready_kernel_that_died_is_replaced(keeper):
+    home, _ = keeper
+    (dead,) = _ready_pids(home, f"mxnet-{NEWEST}")
+    os.kill(dead, signal.SIGKILL)  # as the OOM killer would
+    assert _wait(lambda: len(_ready_pids(home, f"mxnet-{NEWEST}") - {dead}) == 1)
+    assert dead not in _ready_pids(home, f"mxnet-{NEWEST}")
+
+
+def test_stop_leaves_a_taken_kernel_to_its_taker_then_ends(keeper, kit_home):
+    """A step that took a kernel finishes its notebook on it: stop ends the ready kernels at once, the keeper
+    (whose exit would end the kernel) waits for the taken one."""
+    home, _ = keeper
+    (taken_pid,) = _ready_pids(home, f"mxnet-{NEWEST}")
+    hold = (
+        "import sys, time; from kit.execute import warm_kernels; from kit.home import KitHome;"
+        f"km = warm_kernels.take(KitHome(sys.argv[1]), 'mxnet-{NEWEST}'); print(km.provisioner.pid, flush=True);"
+        "sys.stdin.readline()"
+    )
+    taker = subprocess.Popen(
+        [sys.executable, "-c", hold, str(kit_home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=REPO, env=kit_env(kit_home, _env()),
+    )  # fmt: skip
+    try:
+        assert taker.stdout.readline().strip() == str(taken_pid)
+        host_pids = _ready_pids(home, "mxcompat-host")
+        stopped = run_cli("warm", "stop", home=kit_home, check=True).stdout
+        assert "ends when the kernels steps took end" in stopped, stopped
+        assert _wait(lambda: not any(warm_kernels._alive(p) for p in host_pids))
+        time.sleep(1)
+        assert warm_kernels._alive(taken_pid) and warm_kernels.read_keeper(home) is not None
+    finally:
+        taker.communicate("\n", timeout=30)  # the taker ends without ending its kernel: the keeper does
+    assert _wait(lambda: not warm_kernels._alive(taken_pid))
+    assert _wait(lambda: warm_kernels.read_keeper(home) is None)
+
+
 def test_a_kernel_started_before_the_kit_changed_is_replaced_not_taken(keeper, kit_home):
     home, _ = keeper
     (old,) = _ready_pids(home, f"mxnet-{NEWEST}")
@@ -131,7 +168,7 @@ def test_stop_ends_the_keeper_and_its_kernels_and_a_second_start_is_refused(keep
     keeper_pid = warm_kernels.read_keeper(home)["pid"]
     assert len(pids) == 2
     stopped = run_cli("warm", "stop", home=kit_home, check=True)
-    assert f"stopped the keeper (pid {keeper_pid})" in stopped.stdout
+    assert f"stopped the keeper (pid {keeper_pid}) and its ready kernels" in stopped.stdout
     assert _wait(lambda: not any(warm_kernels._alive(p) for p in pids | {keeper_pid}))
     assert "no keeper runs" in run_cli("warm", "status", home=kit_home, check=True).stdout
 
