@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kit.common.artifacts import write_json_atomic
 from kit.envs import child_env
+from kit.envs.manager import MARKER
 from kit.home import KitHome
 
 WARM_DIR = "warm"
@@ -55,7 +56,7 @@ def stamp(home: KitHome, kernel_name: str) -> str:
     parts = [spec.read_bytes() if spec.is_file() else b""]
     try:
         python = Path(json.loads(parts[0])["argv"][0])
-        marker = python.parent.parent / "mxcompat-env.json"
+        marker = python.parent.parent / MARKER  # <env>/bin/python
         parts.append(marker.read_bytes() if marker.is_file() else b"")
     except (ValueError, KeyError, IndexError, TypeError):
         pass
@@ -132,7 +133,10 @@ def _adopted_provisioner_class():
             try:
                 os.killpg(self.pid, signum)  # the keeper starts each kernel in a session of its own
             except OSError:
-                pass
+                try:
+                    os.kill(self.pid, signum)
+                except OSError:
+                    pass  # it ended
 
         async def kill(self, restart: bool = False) -> None:
             await self.send_signal(signal.SIGKILL)
