@@ -31,6 +31,7 @@ PY = sys.executable
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from demo_bench import commit_of  # noqa: E402
 from peer_bench import CHECKER_CELLS, TEN, _epoch  # noqa: E402
 
 from kit.envs.manager import EnvManager  # noqa: E402
@@ -149,9 +150,7 @@ def main(argv=None) -> int:
             "candidate": args.candidate,
             "rounds": args.rounds,
             "baselines_reused": reuse,
-            "commit": subprocess.run(
-                ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-            ).stdout.strip(),  # fmt: skip
+            "commit": commit_of(REPO),
             "cpus": os.cpu_count(),
             "peer": {"median_wall": peer_wall, "rounds": peers},
             "kit": {"median_wall": kit_wall, "median_round": median_kit, "rounds": kits},

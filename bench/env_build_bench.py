@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from demo_bench import commit_of
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: run by the host Python with a checkout's kit first on sys.path: one kernel start, as a step's, timed
@@ -101,12 +103,7 @@ def main(argv=None) -> int:
         for side, checkout in sides.items():
             rounds[side].append(build(checkout, releases))
             print(f"round {i + 1} {side}: {rounds[side][-1]}", flush=True)
-    commits = {
-        side: subprocess.run(
-            ["git", "-C", str(c), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip()
-        for side, c in sides.items()
-    }
+    commits = {side: commit_of(c) for side, c in sides.items()}
     median = {side: round(statistics.median(r["wall"] for r in runs), 2) for side, runs in rounds.items()}
     result = {
         "what": "env create RELEASES --jobs 2 (warm uv cache) and kernel starts in what it built, two checkouts",

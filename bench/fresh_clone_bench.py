@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
+from demo_bench import commit_of  # noqa: E402
 from test_durations import per_file  # noqa: E402
 
 
@@ -47,12 +48,11 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="fresh-clone-"))
     clone, caches = work / "clone", work / "caches"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
-    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     env = {k: v for k, v in os.environ.items() if k not in ("MXCOMPAT_HOME", "MXCOMPAT_UV_CACHE", "VIRTUAL_ENV")}
     env.update(UV_CACHE_DIR=str(caches / "uv"), PIP_CACHE_DIR=str(caches / "pip"), XDG_CACHE_HOME=str(caches))
     result = {
         "what": "make demo and make test on a fresh clone, uv, pip and XDG caches empty",
-        "commit": commit.stdout.strip(),
+        "commit": commit_of(clone),
         "cpus": os.cpu_count(),
         "system_packages_before": bool(shutil.which("chromium") or shutil.which("chromium-browser")),
         "commands": {},

@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 sys.path.insert(0, str(REPO))
 
+from demo_bench import commit_of  # noqa: E402
+
 from kit.envs.manager import EnvManager  # noqa: E402
 from kit.home import KitHome  # noqa: E402
 
@@ -126,9 +128,7 @@ def main(argv=None) -> int:
         "saved_with": args.saved_with,
         "load": args.load,
         "rounds": rounds,
-        "commit": subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),  # fmt: skip
+        "commit": commit_of(REPO),
         "cpus": os.cpu_count(),
         "median": {k: median(k) for k in ("bare_total", "check_model", "investigate")},
         "check_model_over_bare": round(median("check_model") / median("bare_total"), 2),

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 from xml.etree import ElementTree as ET
+
+from demo_bench import commit_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,9 +46,7 @@ def main(argv=None) -> int:
     sums = per_file(args.junit)
     result = {
         "what": "make test: seconds per test file (setup, call and teardown), slowest first",
-        "commit": subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),  # fmt: skip
+        "commit": commit_of(REPO),
         "wall_seconds": args.wall,
         **sums,
     }
