@@ -38,7 +38,7 @@ def _parse_idle(text: str) -> float:
         value = float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
     except ValueError:
         value = -1
-    if value <= 0:
+    if not 0 < value < float("inf"):  # nan too
         raise UsageError(f"--idle {text!r}: give a duration such as 90s, 30m or 2h")
     return value
 

@@ -190,6 +190,9 @@ class Keeper:
     def run(self) -> None:
         from jupyter_core.utils import run_sync
 
+        other = read_keeper(self.home)
+        if other is not None and other.get("pid") != os.getpid():  # its files would be swept from under it
+            raise SystemExit(f"a keeper runs already (pid {other['pid']}); `mxcompat warm stop` first")
         self.where.mkdir(parents=True, exist_ok=True)
         self.where.chmod(0o700)  # its files hold the kernels' keys: whoever reads one can run code in a kernel
         for stale in self.where.glob("*.json"):

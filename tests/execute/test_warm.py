@@ -162,6 +162,12 @@ def test_a_kernel_started_before_the_kit_changed_is_replaced_not_taken(keeper, k
 
 def test_stop_ends_the_keeper_and_its_kernels_and_a_second_start_is_refused(keeper, kit_home):
     home, _ = keeper
+    direct = subprocess.run(  # a second keeper started by hand leaves the first one's files alone
+        [sys.executable, "-m", "kit.execute.warm_kernels", str(kit_home), "60", f"mxnet-{NEWEST}"],
+        capture_output=True, text=True, cwd=REPO, env=kit_env(kit_home, _env()), timeout=60,
+    )  # fmt: skip
+    assert direct.returncode != 0 and "a keeper runs already" in direct.stderr, direct.stderr
+    assert len(_ready_pids(home, f"mxnet-{NEWEST}")) == 1
     again = run_cli("warm", "start", NEWEST, home=kit_home)
     assert again.returncode == 2 and "a keeper runs already" in again.stderr and "warm stop" in again.stderr
     pids = _ready_pids(home, f"mxnet-{NEWEST}") | _ready_pids(home, "mxcompat-host")
@@ -182,7 +188,7 @@ def test_the_keeper_ends_after_its_idle_time(built_envs, kit_home):
     assert _wait(lambda: not any(warm_kernels._alive(p) for p in pids))
 
 
-@pytest.mark.parametrize("idle", ["0", "-5m", "soon", "5d"])
+@pytest.mark.parametrize("idle", ["0", "-5m", "soon", "5d", "nan", "inf"])
 def test_an_idle_time_that_is_no_duration_is_refused(kit_home, idle):
     proc = run_cli("warm", "start", NEWEST, "--idle", idle, home=kit_home)
     assert proc.returncode == 2 and "give a duration such as 90s, 30m or 2h" in proc.stderr
