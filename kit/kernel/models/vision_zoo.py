@@ -132,6 +132,10 @@ def _raw_images(n, seed, release):
 #: At 1e-5, MobileNetV2 artifacts of 1.3-1.6 were flagged as drift in the MKLDNN builds 1.7-1.9
 #: (worst: 8.2e-5 on an output of 0.075, top-1 and cosine unchanged).
 DEEP_TOLERANCE = {"float32": {"scaled_atol": 1e-4}}
+#: MobileNetV2 (depthwise convolutions, relu6) on the inputs x1000 moves further: one 1.5.1 artifact in 1.9.1
+#: moved by 2.0e-4 of the output's largest magnitude, and 1.9.1's own backends disagree on it by up to 2.3e-4
+#: (MKLDNN off vs on, AVX-512 / AVX2 / SSE4.1): noise of valid implementations, not a regression.
+MOBILENET_V2_TOLERANCE = {"float32": {"scaled_atol": 5e-4}}
 
 
 def he_normal():
@@ -177,6 +181,7 @@ SPECS = [
         "mobilenet_v2_1_0",
         "model_zoo MobileNetV2 1.0: inverted residuals, relu6 (1.2+)",
         needs=("mobilenet_v2",),
+        tolerance=MOBILENET_V2_TOLERANCE,
     ),
     _spec(
         "squeezenet1_1",
