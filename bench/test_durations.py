@@ -42,12 +42,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("junit", help="the JUnit XML of a full test run")
     parser.add_argument("--wall", type=float, help="the run's wall in seconds, as its log says")
+    parser.add_argument("--commit", help="the commit the run tested (default: this checkout's)")
+    parser.add_argument("--note", help="how it ran: caches, workers, machine")
     args = parser.parse_args(argv)
     sums = per_file(args.junit)
     result = {
         "what": "make test: seconds per test file (setup, call and teardown), slowest first",
-        "commit": commit_of(REPO),
+        "commit": args.commit or commit_of(REPO),
         "wall_seconds": args.wall,
+        **({"note": args.note} if args.note else {}),
         **sums,
     }
     target = REPO / "bench" / "results" / f"test-durations-{time.strftime('%Y%m%d-%H%M%S')}.json"
