@@ -1,10 +1,10 @@
 """Warm kernels kept between commands (``mxcompat warm``): a keeper process holds one started kernel per
 kernel it was asked for, its imports done, and a step takes it instead of starting one of its own.
 
-A kernel is taken once: its ready file is renamed to the taker's name (the claim is one rename), the keeper
-starts the next one, and the taker's notebook ends it like any kernel it started. The keeper kills a taken
-kernel whose taker died, and ends its kernels and itself after ``idle`` seconds without a claim, on
-``mxcompat warm stop``, or on SIGTERM. A kernel is taken only by a process whose kernels would get the same
+A kernel is taken once: its ready file is renamed to the taker's name (the claim is one rename), the taker's
+notebook ends it like any kernel it started, and the keeper starts the next ones once no taken kernel runs. The
+keeper kills a taken kernel whose taker died, and ends its kernels and itself after ``idle`` seconds without a
+claim, on ``mxcompat warm stop``, or on SIGTERM. A kernel is taken only by a process whose kernels would get the same
 environment (:func:`fingerprint`): one started under other settings would not be the kernel asked for; and
 only under the same :func:`stamp`: a kernel started before its environment was built again or the kit's sources
 changed imported what is gone, so the keeper ends it and starts another.
@@ -207,9 +207,11 @@ class Keeper:
             self.last_claim = time.monotonic()  # idle from when they are ready
             while not self.stopping and time.monotonic() - self.last_claim < self.idle:
                 self._end_stale(run_sync)
-                for name in self.kernels:
-                    if not any(held == name and self._ready(stem) for stem, (held, _) in self.held.items()):
-                        self._start(name)
+                # the next kernels start once no step runs on a taken one: started beside a step, their imports
+                # would take the cores from the check a user waits for
+                if all(self._ready(stem) for stem in self.held):
+                    held = {name for name, _ in self.held.values()}
+                    self._start(*[name for name in self.kernels if name not in held])
                 self._reap(run_sync)
                 time.sleep(POLL)
         finally:

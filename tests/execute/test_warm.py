@@ -147,6 +147,30 @@ def test_stop_leaves_a_taken_kernel_to_its_taker_then_ends(keeper, kit_home):
     assert _wait(lambda: warm_kernels.read_keeper(home) is None)
 
 
+def test_the_next_kernel_starts_only_once_no_taken_kernel_runs(keeper, kit_home):
+    """A step on a taken kernel has the cores to itself: the keeper starts the next kernels after it."""
+    home, _ = keeper
+    (taken_pid,) = _ready_pids(home, f"mxnet-{NEWEST}")
+    hold = (
+        "import sys; from kit.execute import warm_kernels; from kit.home import KitHome;"
+        f"km = warm_kernels.take(KitHome(sys.argv[1]), 'mxnet-{NEWEST}'); print(km.provisioner.pid, flush=True);"
+        "sys.stdin.readline()"
+    )
+    taker = subprocess.Popen(
+        [sys.executable, "-c", hold, str(kit_home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=REPO, env=kit_env(kit_home, _env()),
+    )  # fmt: skip
+    try:
+        assert taker.stdout.readline().strip() == str(taken_pid)
+        time.sleep(3)  # a kernel starts in about 1 s here
+        assert _ready_pids(home, f"mxnet-{NEWEST}") == set(), "a kernel started beside the step"
+    finally:
+        taker.communicate("\n", timeout=30)  # its taker gone, the keeper ends the taken kernel
+    assert _wait(lambda: not warm_kernels._alive(taken_pid))
+    assert _wait(lambda: len(_ready_pids(home, f"mxnet-{NEWEST}")) == 1)
+    assert taken_pid not in _ready_pids(home, f"mxnet-{NEWEST}")
+
+
 def test_a_kernel_started_before_the_kit_changed_is_replaced_not_taken(keeper, kit_home):
     home, _ = keeper
     (old,) = _ready_pids(home, f"mxnet-{NEWEST}")
