@@ -47,10 +47,9 @@ demo: setup
 	rc=$$?; if [ $$rc -eq 1 ]; then echo "make demo: the run found regressions (exit 1); summary.md above lists them"; \
 	elif [ $$rc -ne 0 ]; then exit $$rc; fi
 
-# three workers on two cores, each taking whole files (a module's fixtures run once); each builds its own
-# environments. The third fills the time the others wait (downloads, timeouts, kernels starting): pytest
-# 888.8 s -> 824.7 s on a fresh clone (bench/results/test-durations-20261207-20*.json)
-TEST_WORKERS ?= 3
+# two workers, each taking whole files (a module's fixtures run once); each builds its own environments. A third
+# was measured and is no faster (bench/README.md, "make test")
+TEST_WORKERS ?= 2
 test: setup browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
