@@ -4,8 +4,8 @@ kernel it was asked for, its imports done, and a step takes it instead of starti
 A kernel is taken once: its ready file is renamed to the taker's name (the claim is one rename), the taker's
 notebook ends it like any kernel it started, and the keeper starts the next ones once no taken kernel runs. The
 keeper kills a taken kernel whose taker died, and ends its kernels and itself after ``idle`` seconds without a
-claim, on ``mxcompat warm stop``, or on SIGTERM. A kernel is taken only by a process whose kernels would get the same
-environment (:func:`fingerprint`): one started under other settings would not be the kernel asked for; and
+claim, on ``mxcompat warm stop``, or on SIGTERM. A kernel is taken only by a process whose kernels would get the
+same environment (:func:`fingerprint`): one started under other settings would not be the kernel asked for; and
 only under the same :func:`stamp`: a kernel started before its environment was built again or the kit's sources
 changed imported what is gone, so the keeper ends it and starts another.
 

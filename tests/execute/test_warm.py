@@ -119,20 +119,26 @@ def test_a_ready_kernel_that_died_is_replaced(keeper):
     assert dead not in _ready_pids(home, f"mxnet-{NEWEST}")
 
 
+def _taker_holding(kit_home, kernel: str) -> subprocess.Popen:
+    """A process that takes ``kernel`` from the keeper, prints its PID and holds it until a line on its stdin,
+    then ends without ending the kernel."""
+    hold = (
+        "import sys; from kit.execute import warm_kernels; from kit.home import KitHome;"
+        "km = warm_kernels.take(KitHome(sys.argv[1]), sys.argv[2]); print(km.provisioner.pid, flush=True);"
+        "sys.stdin.readline()"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", hold, str(kit_home), kernel], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, cwd=REPO, env=kit_env(kit_home, _env()),
+    )  # fmt: skip
+
+
 def test_stop_leaves_a_taken_kernel_to_its_taker_then_ends(keeper, kit_home):
     """A step that took a kernel finishes its notebook on it: stop ends the ready kernels at once, the keeper
     (whose exit would end the kernel) waits for the taken one."""
     home, _ = keeper
     (taken_pid,) = _ready_pids(home, f"mxnet-{NEWEST}")
-    hold = (
-        "import sys, time; from kit.execute import warm_kernels; from kit.home import KitHome;"
-        f"km = warm_kernels.take(KitHome(sys.argv[1]), 'mxnet-{NEWEST}'); print(km.provisioner.pid, flush=True);"
-        "sys.stdin.readline()"
-    )
-    taker = subprocess.Popen(
-        [sys.executable, "-c", hold, str(kit_home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        cwd=REPO, env=kit_env(kit_home, _env()),
-    )  # fmt: skip
+    taker = _taker_holding(kit_home, f"mxnet-{NEWEST}")
     try:
         assert taker.stdout.readline().strip() == str(taken_pid)
         host_pids = _ready_pids(home, "mxcompat-host")
@@ -151,15 +157,7 @@ def test_the_next_kernel_starts_only_once_no_taken_kernel_runs(keeper, kit_home)
     """A step on a taken kernel has the cores to itself: the keeper starts the next kernels after it."""
     home, _ = keeper
     (taken_pid,) = _ready_pids(home, f"mxnet-{NEWEST}")
-    hold = (
-        "import sys; from kit.execute import warm_kernels; from kit.home import KitHome;"
-        f"km = warm_kernels.take(KitHome(sys.argv[1]), 'mxnet-{NEWEST}'); print(km.provisioner.pid, flush=True);"
-        "sys.stdin.readline()"
-    )
-    taker = subprocess.Popen(
-        [sys.executable, "-c", hold, str(kit_home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        cwd=REPO, env=kit_env(kit_home, _env()),
-    )  # fmt: skip
+    taker = _taker_holding(kit_home, f"mxnet-{NEWEST}")
     try:
         assert taker.stdout.readline().strip() == str(taken_pid)
         time.sleep(3)  # a kernel starts in about 1 s here
