@@ -28,6 +28,9 @@ from kit.cli.results import compare_cmd, report_cmd
 from kit.cli.run import run_cmd
 from kit.cli.store import store_group
 from kit.cli.warm import warm_group
+from kit.execute.quick_exit import freeze_heap_at_exit
+
+freeze_heap_at_exit()  # first registered, last run: after every exit handler the command's modules register
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

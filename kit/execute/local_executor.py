@@ -9,12 +9,19 @@ from typing import Callable, Iterable
 
 from kit.execute import reaper
 from kit.execute.executors import Executor
+from kit.execute.quick_exit import freeze_heap_at_exit
 from kit.execute.steps import Step, StepResult, execute_step, prestart_kernels, shutdown_prestarted_kernels
 from kit.home import KitHome
 
 #: with one job, how many of the next steps' kernels start (and import MXNet) while a step runs; with more,
 #: each lane starts one: the kernel of a step no other lane holds, which it then takes when it is free
 PRESTART_COUNT = 2
+
+
+def _start_worker(parent_pid: int, record_dir: str, run_id: str) -> None:
+    """A lane's worker dies with the run (kit.execute.reaper) and, done, exits without a last collection."""
+    reaper.die_with_parent(parent_pid, record_dir, run_id)
+    freeze_heap_at_exit()
 
 
 class LocalExecutor(Executor):
@@ -110,7 +117,7 @@ class LocalExecutor(Executor):
                 max_workers=1,
                 mp_context=ctx,
                 # a worker and its kernels end with this process, however it ends (kit.execute.reaper)
-                initializer=reaper.die_with_parent,
+                initializer=_start_worker,
                 initargs=(os.getpid(), str(self.home.root / reaper.PIDS_DIR), self.run_id),
             )
         return self._lanes[i]
