@@ -305,8 +305,6 @@ def _execute(run: Run, manifest: dict, req: RunRequest, executor: Executor, how:
         for i, todo in enumerate(todos):
             later = [s.kernel for s in (todos[i + 1] if i + 1 < len(todos) else [])]
             on_host = [s for s in todo if s.runs_on_host]
-            if on_host:
-                _write_reports(run, manifest)  # the summary reads them; written again below with its outcome
             executor.run(
                 [s for s in todo if not s.runs_on_host], progress, prestart=[s.kernel for s in on_host] + later
             )
