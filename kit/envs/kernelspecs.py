@@ -100,6 +100,19 @@ def kernel_manager(home: KitHome, kernel_name: str, memory: int | None = None):
     return km
 
 
+#: the module a kit kernel is started with instead of ipykernel's launcher (see its docstring: a kernel that
+#: cannot bind its ports ends at once instead of hanging until the start timeout)
+KERNEL_START = "kit.kernel.runtime.kernel_start"
+
+
+def launch_command(kernel_cmd: list[str]) -> list[str]:
+    """A kernelspec's command (``PYTHON -m ipykernel_launcher ...``) as the kit launches it: the same with
+    :data:`KERNEL_START`; any other command as it is. Every kit environment finds the kit (its .pth)."""
+    if len(kernel_cmd) > 2 and kernel_cmd[1:3] == ["-m", "ipykernel_launcher"]:
+        return [kernel_cmd[0], "-m", KERNEL_START] + list(kernel_cmd[3:])
+    return list(kernel_cmd)
+
+
 @functools.lru_cache(maxsize=None)
 def _kernel_manager_class():
     """jupyter_client's async kernel manager (nbclient drives it with async clients), launching kit kernels
@@ -112,6 +125,7 @@ def _kernel_manager_class():
         mxcompat_output = None  # an open file the kernel's stdout and stderr go to (default: this process's)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):  # jupyter_client's hook for how kernels launch
+            kernel_cmd = launch_command(kernel_cmd)
             kw["env"] = child_env.for_kernels(kw.get("env") or os.environ)
             if self.mxcompat_output is not None and not self.mxcompat_output.closed:
                 kw.update(stdout=self.mxcompat_output, stderr=self.mxcompat_output)
