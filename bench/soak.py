@@ -236,7 +236,7 @@ class Soak:
         return self.interrupted(run_id, self._signal_cli(signal.SIGINT))
 
     def fault_kill_kernel(self, run_id):
-        return self.interrupted(run_id, self._kill_child("ipykernel_launcher"))
+        return self.interrupted(run_id, self._kill_child("kit.kernel.runtime.kernel_start"))  # how kit kernels start
 
     def fault_kill_worker(self, run_id):
         return self.interrupted(run_id, self._kill_child("multiprocessing.spawn"))

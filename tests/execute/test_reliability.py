@@ -16,6 +16,7 @@ from conftest import NEWEST, OLDEST, REPO, read_records, rehash, reload_in_newes
 from helpers import start_kit
 
 from kit.common import artifacts
+from kit.envs.kernelspecs import KERNEL_START
 
 
 def _truncate(path: Path) -> None:
@@ -333,12 +334,12 @@ def test_sigkill_of_the_cli_takes_its_workers_and_kernels_with_it(built_envs, ki
             "--models", "lenet,lstm", "--store", str(tmp_path / "store")]  # fmt: skip
     proc = start_kit(args, home=kit_home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not any("ipykernel_launcher" in " ".join(p.cmdline()) for p in _descendants(proc.pid)):
+    while not any(KERNEL_START in " ".join(p.cmdline()) for p in _descendants(proc.pid)):
         assert time.monotonic() < deadline and proc.poll() is None, "no kernel started"
         time.sleep(0.2)
     time.sleep(1.0)  # the kernels prestarted for the next steps too
     started = _descendants(proc.pid)
-    kernels = [p for p in started if "ipykernel_launcher" in " ".join(p.cmdline())]
+    kernels = [p for p in started if KERNEL_START in " ".join(p.cmdline())]
     assert len(started) >= 3 and kernels  # the resource tracker, a worker, its kernels
     proc.kill()
     proc.wait()

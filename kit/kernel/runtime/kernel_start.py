@@ -13,7 +13,8 @@ import traceback
 
 
 def main():
-    if sys.path and sys.path[0] == "":  # as ipykernel_launcher: the kernel puts the notebook's folder back
+    # as ipykernel's launcher: the folder it starts in off the path while it imports (the kernel puts it back)
+    if sys.path and (sys.path[0] == "" or os.path.abspath(sys.path[0]) == os.getcwd()):
         del sys.path[0]
     from ipykernel import kernelapp
 
